@@ -1,0 +1,14 @@
+"""maxmargin: support vector machines, every classical formulation and solver.
+
+Quick start::
+
+    from maxmargin import SVC
+    clf = SVC(C=1.0, kernel="rbf", gamma="scale").fit(X, y)
+    clf.predict(X_test), clf.margin_, clf.loo_bound_
+"""
+from .kernels import make_kernel
+from .svm import SVC
+
+__version__ = "0.1.0"
+
+__all__ = ["SVC", "make_kernel", "__version__"]

@@ -1,0 +1,32 @@
+"""Shared test helpers: an independent QP reference and a KKT checker."""
+import numpy as np
+import pytest
+
+
+def qp_reference(Q, p, y, upper, delta=0.0):
+    """Solve min 1/2 a'Qa + p'a, y'a = delta, 0 <= a <= upper with Clarabel (via qpsolvers)."""
+    qpsolvers = pytest.importorskip("qpsolvers")
+    n = Q.shape[0]
+    P = 0.5 * (Q + Q.T) + 1e-12 * np.eye(n)
+    ub = np.where(np.isfinite(upper), upper, 1e20)
+    import scipy.sparse as sp
+
+    a = qpsolvers.solve_qp(sp.csc_matrix(P), p, A=sp.csc_matrix(y.reshape(1, -1).astype(float)),
+                           b=np.array([float(delta)]),
+                           lb=np.zeros(n), ub=ub, solver="clarabel",
+                           tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert a is not None, "the reference QP solver failed"
+    return a, float(0.5 * a @ Q @ a + p @ a)
+
+
+def kkt_violation(Q, p, y, upper, alpha):
+    """Maximal KKT violation max_{I_up} -y G - min_{I_low} -y G (LIBSVM's measure)."""
+    G = Q @ alpha + p
+    up = ((y > 0) & (alpha < upper)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < upper))
+    return float(np.max(-y[up] * G[up]) - np.min(-y[low] * G[low]))
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

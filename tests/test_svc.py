@@ -1,0 +1,307 @@
+"""maxmargin.SVC and the SMO solver against independent references."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris, make_blobs, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC as SkSVC
+
+from conftest import kkt_violation, qp_reference
+from maxmargin import SVC
+from maxmargin.kernels import make_kernel
+from maxmargin.problem import csvc_problem
+from maxmargin.solvers import smo
+
+KERNELS = [
+    ("linear", {}),
+    ("rbf", {"gamma": 0.5}),
+    ("poly", {"gamma": 0.3, "degree": 2, "coef0": 1.0}),
+    ("sigmoid", {"gamma": 0.05, "coef0": -1.0}),
+]
+
+
+def _data(rng, n=60, d=4, sparse=False):
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.7 * X[:, 1] + 0.6 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if sparse:
+        X[rng.random(X.shape) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel,kw", KERNELS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_smo_matches_qp_reference(rng, kernel, kw, sparse, weighted):
+    X, y = _data(rng, sparse=sparse)
+    C = 2.0 * (rng.uniform(0.2, 3.0, size=y.shape[0]) if weighted else np.ones(y.shape[0]))
+    kern = make_kernel(kernel, X=X, **kw)
+    prob = csvc_problem(X, kern, y, C)
+    Q, p = prob.q_matrix(), prob.p
+    if kernel == "sigmoid":
+        # not PSD in general: the reference needs a convex problem; check termination only
+        sol = smo.solve(prob, tol=1e-6)
+        assert sol.converged and np.all(sol.alpha >= 0) and np.all(sol.alpha <= C + 1e-12)
+        assert abs(y @ sol.alpha) < 1e-9
+        return
+    sol = smo.solve(prob, tol=1e-8)
+    _, ref = qp_reference(Q, p, y, C)
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    assert sol.objective == pytest.approx(0.5 * sol.alpha @ Q @ sol.alpha + p @ sol.alpha, rel=1e-10)
+    assert kkt_violation(Q, p, y, C, sol.alpha) < 1e-7
+    assert abs(y @ sol.alpha) < 1e-9
+    assert np.all(sol.alpha >= 0) and np.all(sol.alpha <= C)
+    # rho lies between the KKT bounds: y_i f(x_i) >= 1 off-bound points etc.
+    f = (Q @ sol.alpha) * y - sol.rho * y  # sum_j a_j y_j K_ij - rho, times y_i ... via Q
+    free = (sol.alpha > 1e-8) & (sol.alpha < C - 1e-8)
+    if free.any():
+        margin = y * (y * (Q @ sol.alpha) * 1.0 - sol.rho)  # y_i * f(x_i)
+        assert np.allclose(margin[free], 1.0, atol=1e-5)
+    del f
+
+
+@pytest.mark.parametrize("shrinking", [True, False])
+def test_tiny_cache_and_shrinking_give_the_same_solution(rng, shrinking):
+    X, y = _data(rng, n=200)
+    kern = make_kernel("rbf", gamma=0.3)
+    ref = smo.solve(csvc_problem(X, kern, y, 5.0), tol=1e-6)
+    tiny = smo.solve(csvc_problem(X, kern, y, 5.0), tol=1e-6, cache_size=1e-3, shrinking=shrinking)
+    assert tiny.objective == pytest.approx(ref.objective, rel=1e-8)
+    assert tiny.extra["cache_misses"] > ref.extra["cache_misses"]
+
+
+def test_cache_budget_is_honoured():
+    from maxmargin.solvers._kernel_rows import RowCache
+
+    c = RowCache(100_000, 8)  # 8 MB for rows of 100k doubles: 10 rows
+    assert c.rows.nbytes <= 8 * 1024 * 1024
+    assert RowCache(100_000, 1e-6).rows.shape[0] == 2  # the minimum of two rows
+
+
+def _sk_objective(sk, kernel_fn):
+    c = sk.dual_coef_
+    K = kernel_fn(sk.support_vectors_)
+    if c.shape[0] == 1:
+        c = c.ravel()
+        return 0.5 * c @ K @ c - np.abs(c).sum()
+    raise AssertionError("binary only")
+
+
+@pytest.mark.parametrize("kernel,kw", KERNELS[:3])
+def test_against_sklearn_binary(kernel, kw):
+    X, y = make_classification(400, 8, n_informative=5, random_state=3, flip_y=0.1)
+    Xtr, Xte, ytr = X[:300], X[300:], y[:300]
+    ours = SVC(kernel=kernel, C=3.0, **kw).fit(Xtr, ytr)
+    ref = SkSVC(kernel=kernel, C=3.0, **kw).fit(Xtr, ytr)
+    kern = make_kernel(kernel, X=Xtr, **kw)
+    assert ours.objective_[0] == pytest.approx(_sk_objective(ref, lambda A: kern(A)), rel=1e-3)
+    assert np.mean(ours.predict(Xte) == ref.predict(Xte)) >= 0.995
+    # same support set, up to points at the bound tolerance
+    sym = set(ours.support_) ^ set(ref.support_)
+    dec = ref.decision_function(Xtr)
+    for i in sym:
+        assert abs(abs(dec[i]) - 1.0) < 5e-2, f"point {i} differs but is not on the margin"
+    assert np.allclose(ours.intercept_, ref.intercept_, atol=5e-3)
+
+
+def test_against_sklearn_multiclass_layout():
+    X, y = load_iris(return_X_y=True)
+    for shape in ("ovr", "ovo"):
+        ours = SVC(C=10, decision_function_shape=shape, tol=1e-6).fit(X, y)
+        ref = SkSVC(C=10, decision_function_shape=shape, tol=1e-6).fit(X, y)
+        assert np.array_equal(ours.support_, ref.support_)
+        assert np.array_equal(ours.n_support_, ref.n_support_)
+        assert np.allclose(ours.dual_coef_, ref.dual_coef_, atol=1e-3)
+        assert np.allclose(ours.intercept_, ref.intercept_, atol=1e-3)
+        assert np.allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-3)
+        assert np.array_equal(ours.predict(X), ref.predict(X))
+    lin = SVC(kernel="linear", C=1).fit(X, y)
+    assert np.allclose(lin.coef_, SkSVC(kernel="linear", C=1).fit(X, y).coef_, atol=2e-3)
+
+
+def test_sparse_equals_dense(rng):
+    X, y = _data(rng, n=150, sparse=True)
+    a = SVC(C=2, gamma=0.4, tol=1e-6).fit(X, y)
+    b = SVC(C=2, gamma=0.4, tol=1e-6).fit(X.toarray(), y)
+    assert np.array_equal(a.support_, b.support_)
+    assert np.allclose(a.decision_function(X), b.decision_function(X.toarray()), atol=1e-5)
+
+
+def test_precomputed_equals_named_kernel(rng):
+    X, y = _data(rng, n=120)
+    kern = make_kernel("rbf", gamma=0.7)
+    named = SVC(kernel="rbf", gamma=0.7, tol=1e-6).fit(X, y)
+    pre = SVC(kernel="precomputed", tol=1e-6).fit(kern(X, X), y)
+    Xt = rng.normal(size=(40, X.shape[1]))
+    assert np.array_equal(named.support_, pre.support_)
+    assert np.allclose(named.decision_function(Xt), pre.decision_function(kern(Xt, X)), atol=1e-10)
+    # a callable kernel is the same kernel again
+    call = SVC(kernel=lambda A, B: kern(A, B), tol=1e-6).fit(X, y)
+    assert np.allclose(named.decision_function(Xt), call.decision_function(Xt), atol=1e-10)
+
+
+def test_decision_function_recomputed_from_attributes(rng):
+    X, y = load_iris(return_X_y=True)
+    clf = SVC(kernel="rbf", gamma=0.5, C=3).fit(X, y)
+    K = make_kernel("rbf", gamma=0.5)(X, clf.support_vectors_)
+    starts = np.concatenate([[0], np.cumsum(clf.n_support_)])
+    dec = clf.decision_function(X) if clf.decision_function_shape == "ovo" else None
+    clf.set_params(decision_function_shape="ovo")
+    dec = clf.decision_function(X)
+    k = 0
+    for a in range(3):
+        for b in range(a + 1, 3):
+            sa, sb = slice(starts[a], starts[a + 1]), slice(starts[b], starts[b + 1])
+            manual = K[:, sa] @ clf.dual_coef_[b - 1, sa] + K[:, sb] @ clf.dual_coef_[a, sb] + clf.intercept_[k]
+            assert np.allclose(manual, dec[:, k], atol=1e-12)
+            k += 1
+    Xb, yb = make_classification(100, 4, random_state=0)
+    clf = SVC(kernel="linear").fit(Xb, yb)
+    assert np.allclose(Xb @ clf.coef_.ravel() + clf.intercept_[0], clf.decision_function(Xb), atol=1e-10)
+    # margin_ is 1/||w|| for the linear kernel
+    assert clf.margin_[0] == pytest.approx(1.0 / np.linalg.norm(clf.coef_), rel=1e-6)
+
+
+def test_integer_weights_equal_repeated_rows(rng):
+    X, y = _data(rng, n=80)
+    w = rng.integers(0, 4, size=80)
+    a = SVC(C=1.5, gamma=0.5, tol=1e-7).fit(X, y, sample_weight=w)
+    b = SVC(C=1.5, gamma=0.5, tol=1e-7).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    assert a.objective_[0] == pytest.approx(b.objective_[0], rel=1e-6)
+    Xt = rng.normal(size=(50, X.shape[1]))
+    assert np.allclose(a.decision_function(Xt), b.decision_function(Xt), atol=1e-4)
+
+
+def test_class_weight_scales_C(rng):
+    X, y = _data(rng, n=80)
+    a = SVC(C=1.0, class_weight={1.0: 3.0}, tol=1e-7).fit(X, y)
+    b = SVC(C=1.0, tol=1e-7).fit(X, y, sample_weight=np.where(y == 1, 3.0, 1.0))
+    assert np.allclose(a.decision_function(X), b.decision_function(X), atol=1e-8)
+
+
+def test_seed_003_example():
+    data = np.array([[1, 1, 5], [1, 2, 4], [-1, 2, 2], [-1, 4, 4]], dtype=float)
+    X, y = data[:, 1:], data[:, 0]
+    clf = SVC(kernel="linear", C=1e6).fit(X, y)
+    assert list(clf.predict(X)) == [1, 1, -1, -1]
+    assert clf.train_error_ == 0.0
+
+
+def test_added_attributes(rng):
+    X, y = _data(rng, n=100)
+    clf = SVC(kernel="linear", C=0.5).fit(X, y)
+    assert clf.loo_bound_ == pytest.approx(len(clf.support_) / 100)
+    assert clf.objective_.shape == (1,) and clf.objective_[0] < 0
+    assert clf.n_iter_[0] >= 1 and clf.fit_status_ == 0
+    assert 0.0 <= clf.train_error_ <= 1.0
+
+
+def test_sigma_and_median_gamma(rng):
+    X, y = _data(rng, n=60)
+    a = SVC(sigma=2.0).fit(X, y)
+    b = SVC(gamma=1 / 8).fit(X, y)
+    assert np.allclose(a.decision_function(X), b.decision_function(X))
+    c = SVC(gamma="median").fit(X, y)
+    d = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    sigma = np.median(d[np.triu_indices(60, 1)])
+    assert c._gamma == pytest.approx(1 / (2 * sigma**2))
+
+
+def test_non_psd_kernel_terminates(rng):
+    X, y = _data(rng, n=150)
+    clf = SVC(kernel="sigmoid", gamma=2.0, coef0=1.0, C=10).fit(X, y)
+    assert clf.fit_status_ == 0
+    assert clf.predict(X).shape == (150,)
+
+
+def test_max_iter_warns_and_model_predicts(rng):
+    X, y = _data(rng, n=200)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        clf = SVC(max_iter=3).fit(X, y)
+    assert clf.fit_status_ == 1 and clf.predict(X).shape == (200,)
+
+
+def test_callback_and_time_limit(rng):
+    X, y = _data(rng, n=300)
+    seen = []
+
+    def cb(info):
+        seen.append(info)
+        return False
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = SVC(C=100, callback=cb, max_iter=-1).fit(X, y)
+    # a 300-point problem may finish inside the first chunk: then no callback happens
+    if seen:
+        assert {"iteration", "objective", "violation", "tol"} <= set(seen[0])
+        assert clf.fit_status_ == 1
+    assert clf.predict(X).shape == (300,)
+
+
+BAD = [
+    (dict(C=0), "C must be"),
+    (dict(C=-1), "C must be"),
+    (dict(gamma=-1.0), "gamma"),
+    (dict(kernel="poly", degree=-1), "degree"),
+    (dict(kernel="nope"), "kernel must be"),
+    (dict(tol=0), "tol"),
+    (dict(decision_function_shape="x"), "decision_function_shape"),
+    (dict(formulation="x"), "formulation"),
+    (dict(sigma=-1.0), "sigma"),
+]
+
+
+@pytest.mark.parametrize("params,msg", BAD)
+def test_bad_parameters(params, msg):
+    X, y = make_blobs(20, centers=2, random_state=0)
+    with pytest.raises(ValueError, match=msg):
+        SVC(**params).fit(X, y)
+
+
+def test_bad_data():
+    X, y = make_blobs(20, centers=2, random_state=0)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SVC().fit(Xn, y)
+    Xi = X.copy()
+    Xi[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        SVC().fit(Xi, y)
+    with pytest.raises(ValueError, match="one class"):
+        SVC().fit(X, np.ones(20))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        SVC().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="0 sample"):
+        SVC().fit(np.empty((0, 2)), np.empty(0))
+    with pytest.raises(ValueError, match="square"):
+        SVC(kernel="precomputed").fit(X, y)
+    pre = SVC(kernel="precomputed").fit(X @ X.T, y)
+    with pytest.raises(ValueError, match="column"):
+        pre.predict(X @ X[:5].T)
+    with pytest.raises(ValueError, match="kernel callable returned"):
+        SVC(kernel=lambda A, B: np.ones((2, 2))).fit(X, y)
+    with pytest.raises(ValueError, match="non-negative"):
+        SVC().fit(X, y, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="features"):
+        SVC().fit(X, y).predict(np.ones((3, 5)))
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    # Written reason for the one expected failure: the check compares weighted and
+    # repeated-row fits to rtol=1e-7, but at the default tol=1e-3 two fits agree only
+    # to about the solver tolerance (scikit-learn's own SVC fails it alike).
+    # test_integer_weights_equal_repeated_rows checks the equivalence at tol=1e-7.
+    check_estimator(
+        SVC(),
+        expected_failed_checks={
+            "check_sample_weight_equivalence_on_dense_data": "equal only up to the solver tolerance",
+            "check_sample_weight_equivalence_on_sparse_data": "equal only up to the solver tolerance",
+        },
+    )
+    check_estimator(SVC(tol=1e-9, kernel="linear"))
