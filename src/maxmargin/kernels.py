@@ -34,8 +34,27 @@ LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED = 0, 1, 2, 3, 4
 BLOCK_ROWS = 2048
 
 
+#: Sparse operands with at most this many features (and at most DENSIFY_MAX_ELEMENTS
+#: entries) are densified for a kernel block: one BLAS product on all cores beats a
+#: sparse-sparse product by far when the feature space is small (a9a: 123 features).
+DENSIFY_MAX_FEATURES = 4096
+DENSIFY_MAX_ELEMENTS = 32_000_000
+#: ... and only when both operands have this many rows (a single kernel row is
+#: cheaper as a sparse product than densifying all of X for it).
+DENSIFY_MIN_ROWS = 64
+
+
+def densify_if_cheap(A):
+    """A dense copy of a CSR matrix when that is cheap, else the matrix itself."""
+    if sp.issparse(A) and A.shape[1] <= DENSIFY_MAX_FEATURES and A.shape[0] * A.shape[1] <= DENSIFY_MAX_ELEMENTS:
+        return A.toarray()
+    return A
+
+
 def _dot(X, Z):
     """Dense ``X @ Z.T`` for dense or CSR operands."""
+    if (sp.issparse(X) or sp.issparse(Z)) and min(X.shape[0], Z.shape[0]) >= DENSIFY_MIN_ROWS:
+        X, Z = densify_if_cheap(X), densify_if_cheap(Z)
     if sp.issparse(X) or sp.issparse(Z):
         out = X @ Z.T
         return out.toarray() if sp.issparse(out) else np.asarray(out)

@@ -1,0 +1,515 @@
+r"""The batched working-set solver: decomposition with large working sets and BLAS.
+
+Same problem and same stopping rule as :mod:`maxmargin.solvers.smo` (the
+maximal KKT violation :math:`\max_{I_{up}} -y_tG_t - \min_{I_{low}} -y_tG_t < tol`),
+but each *round* works on a working set :math:`B` of :math:`q` variables
+(64 to 1024, from ``n`` and ``cache_size``) instead of two:
+
+1. **select** the :math:`q/2` most violating variables not yet in :math:`B`,
+   half from :math:`I_{up}` (largest :math:`-y_tG_t`) and half from
+   :math:`I_{low}` (smallest), so the maximal violating pair is always in;
+   they replace the :math:`q/2` oldest members of :math:`B` (first in, first
+   out: the other half is kept, as ThunderSVM and oneDAL do);
+2. **kernel rows** of the new members against all :math:`n` points, in one
+   matrix product (BLAS on all cores; sparse input with few features is
+   densified once) and a compiled, parallel elementwise transform; the rows of
+   kept members are reused;
+3. **inner SMO** (WSS3, compiled) on the :math:`q`-variable subproblem, with
+   :math:`Q_{BB}` in the CPU cache, to a local tolerance
+   :math:`\max(tol/2, 0.1\,\text{violation}_B)`;
+4. **gradient update** of all variables with one product
+   :math:`G \mathrel{+}= y \circ K_{B\cdot}^T (y_B \circ \Delta\alpha_B)` over the
+   rows whose :math:`\alpha` changed.
+
+The kernel-block work is behind :class:`KernelRows`, so another array backend
+can take its place.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, densify_if_cheap, row_norms_sq
+from .base import Solution
+from .smo import compute_rho, initial_alpha
+
+TAU = 1e-12
+
+
+@njit(cache=True, inline="always")
+def _kval(v, code, gamma, coef0, degree, a, b):
+    if code == RBF:
+        d = a + b - 2.0 * v
+        if d < 0.0:
+            d = 0.0
+        return np.exp(-gamma * d)
+    if code == POLY:
+        return (gamma * v + coef0) ** degree
+    if code == LINEAR:
+        return v
+    return np.tanh(gamma * v + coef0)
+
+
+CHUNK = 2048
+
+
+def _rows_dense_py(X, Xb, sq_b, sq, code, gamma, coef0, degree, out):
+    """out = k(Xb, X): column chunks in parallel, each one BLAS product (run with
+    BLAS limited to one thread) followed by the kernel transform while the chunk
+    is still in cache."""
+    n = X.shape[0]
+    q = Xb.shape[0]
+    nch = (n + CHUNK - 1) // CHUNK
+    for c in prange(nch):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, n)
+        D = np.dot(Xb, X[lo:hi].T)
+        for r in range(q):
+            a = sq_b[r]
+            for t in range(hi - lo):
+                out[r, lo + t] = _kval(D[r, t], code, gamma, coef0, degree, a, sq[lo + t])
+
+
+def _transform_py(D, code, gamma, coef0, degree, sq_rows, sq_all):
+    """In place: dot products -> kernel values (row r belongs to sq_rows[r])."""
+    q, n = D.shape
+    for r in prange(q):
+        a = sq_rows[r]
+        for t in range(n):
+            D[r, t] = _kval(D[r, t], code, gamma, coef0, degree, a, sq_all[t])
+
+
+#: Below this many multiply-adds a parallel region costs more than it gives: waking
+#: the other thread can take a scheduler time slice on a busy machine.
+PARALLEL_MIN_WORK = 4_000_000
+
+_rows_dense_par = njit(cache=True, parallel=True)(_rows_dense_py)
+_rows_dense_ser = njit(cache=True)(_rows_dense_py)
+_transform_par = njit(cache=True, parallel=True)(_transform_py)
+_transform_ser = njit(cache=True)(_transform_py)
+
+
+class KernelRows:
+    """Kernel rows ``K(x_i, X)`` for batches of data rows, into a given buffer."""
+
+    def __init__(self, X, kernel):
+        self.code = kernel.code
+        self.gamma, self.coef0, self.degree = kernel.params
+        if self.code == PRECOMPUTED:
+            G = kernel(X, X) if kernel.name == "callable" else (X.toarray() if sp.issparse(X) else X)
+            self.X = np.ascontiguousarray(G, dtype=np.float64)
+        else:
+            self.X = densify_if_cheap(X)
+            if not sp.issparse(self.X):
+                self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self.sq = np.ascontiguousarray(row_norms_sq(self.X), dtype=np.float64) if self.code == RBF \
+            else np.zeros(self.X.shape[0])
+        self.n = self.X.shape[0]
+
+    def diag(self):
+        if self.code == PRECOMPUTED:
+            return np.ascontiguousarray(np.diag(self.X), dtype=np.float64)
+        sq = row_norms_sq(self.X)
+        if self.code == RBF:
+            return np.ones(self.n)
+        if self.code == LINEAR:
+            return sq
+        if self.code == POLY:
+            return (self.gamma * sq + self.coef0) ** self.degree
+        return np.tanh(self.gamma * sq + self.coef0)
+
+    def compute(self, idx, out):
+        """``out[k] = K(x_idx[k], X)`` for each k (``out`` has len(idx) rows)."""
+        if len(idx) == 0:
+            return out
+        if self.code == PRECOMPUTED:
+            out[:] = self.X[idx]
+            return out
+        Xi = self.X[idx]
+        if sp.issparse(self.X):
+            Xi = Xi.toarray() if Xi.shape[1] <= 100_000 else Xi
+            D = self.X @ Xi.T  # (n, k)
+            D = D.toarray() if sp.issparse(D) else np.asarray(D)
+            out[:] = D.T
+            if self.code != LINEAR:
+                tf = _transform_par if out.size >= PARALLEL_MIN_WORK else _transform_ser
+                tf(out, self.code, self.gamma, self.coef0, float(self.degree), self.sq[idx], self.sq)
+        else:
+            big = out.size * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
+            (_rows_dense_par if big else _rows_dense_ser)(self.X, np.ascontiguousarray(Xi), self.sq[idx], self.sq, self.code, self.gamma,
+                        self.coef0, float(self.degree), out)
+        return out
+
+
+@njit(cache=True)
+def _inner_smo(KB, ws, kidx_ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
+    """WSS3 SMO on the working set only.
+
+    ``KB[s, t]`` is the kernel between data row of slot ``s`` and data row
+    ``t``; ``ws[s]`` the variable in slot s.  ``Gl`` holds the gradient of the
+    working-set variables (updated in place with ``alpha``).  Returns the
+    number of steps and the first local violation.
+    """
+    q = ws.shape[0]
+    first_viol = -1.0
+    it = 0
+    while it < max_iter:
+        gmax = -np.inf
+        si = -1
+        for s in range(q):
+            v = ws[s]
+            if y[v] > 0:
+                if alpha[v] < U[v] and -Gl[s] >= gmax:
+                    gmax = -Gl[s]
+                    si = s
+            else:
+                if alpha[v] > 0.0 and Gl[s] >= gmax:
+                    gmax = Gl[s]
+                    si = s
+        if si < 0:
+            break
+        i = ws[si]
+        ki = kidx_ws[si]
+        gmax2 = -np.inf
+        sj = -1
+        best = np.inf
+        for s in range(q):
+            v = ws[s]
+            if y[v] > 0:
+                if alpha[v] > 0.0:
+                    val = Gl[s]
+                else:
+                    continue
+            else:
+                if alpha[v] < U[v]:
+                    val = -Gl[s]
+                else:
+                    continue
+            if val > gmax2:
+                gmax2 = val
+            b = gmax + val
+            if b > 0.0:
+                a = QD[i] + QD[v] - 2.0 * KB[si, kidx_ws[s]]
+                if a <= 0.0:
+                    a = TAU
+                obj = -(b * b) / a
+                if obj <= best:
+                    best = obj
+                    sj = s
+        viol = gmax + gmax2
+        if first_viol < 0.0:
+            first_viol = viol
+        if viol < eps or sj < 0:
+            break
+        j = ws[sj]
+        kj = kidx_ws[sj]
+        Ci = U[i]
+        Cj = U[j]
+        ai = alpha[i]
+        aj = alpha[j]
+        old_ai = ai
+        old_aj = aj
+        quad = QD[i] + QD[j] - 2.0 * KB[si, kj]
+        if quad <= 0.0:
+            quad = TAU
+        if y[i] != y[j]:
+            delta = (-Gl[si] - Gl[sj]) / quad
+            diff = ai - aj
+            ai += delta
+            aj += delta
+            if diff > 0.0:
+                if aj < 0.0:
+                    aj = 0.0
+                    ai = diff
+            else:
+                if ai < 0.0:
+                    ai = 0.0
+                    aj = -diff
+            if diff > Ci - Cj:
+                if ai > Ci:
+                    ai = Ci
+                    aj = Ci - diff
+            else:
+                if aj > Cj:
+                    aj = Cj
+                    ai = Cj + diff
+        else:
+            delta = (Gl[si] - Gl[sj]) / quad
+            tot = ai + aj
+            ai -= delta
+            aj += delta
+            if tot > Ci:
+                if ai > Ci:
+                    ai = Ci
+                    aj = tot - Ci
+            else:
+                if aj < 0.0:
+                    aj = 0.0
+                    ai = tot
+            if tot > Cj:
+                if aj > Cj:
+                    aj = Cj
+                    ai = tot - Cj
+            else:
+                if ai < 0.0:
+                    ai = 0.0
+                    aj = tot
+        alpha[i] = ai
+        alpha[j] = aj
+        dai = (ai - old_ai) * y[i]
+        daj = (aj - old_aj) * y[j]
+        for s in range(q):
+            kt = kidx_ws[s]
+            Gl[s] += y[ws[s]] * (KB[si, kt] * dai + KB[sj, kt] * daj)
+        Gl[si] += shift[i] * (ai - old_ai)
+        Gl[sj] += shift[j] * (aj - old_aj)
+        it += 1
+    return it, first_viol
+
+
+def _grad_update_py(KB, rows, coef, kidx, y, G, n_data):
+    """G[v] += y[v] * sum_r coef[r] * KB[rows[r], kidx[v]] (column blocks in parallel)."""
+    acc = np.zeros(n_data)
+    nb = (n_data + CHUNK - 1) // CHUNK
+    for b in prange(nb):
+        lo = b * CHUNK
+        hi = min(lo + CHUNK, n_data)
+        for r in range(rows.shape[0]):
+            c = coef[r]
+            row = rows[r]
+            for t in range(lo, hi):
+                acc[t] += c * KB[row, t]
+    for v in range(G.shape[0]):
+        G[v] += y[v] * acc[kidx[v]]
+
+
+_grad_update_par = njit(cache=True, parallel=True)(_grad_update_py)
+_grad_update_ser = njit(cache=True)(_grad_update_py)
+
+
+def _grad_update(KB, rows, coef, kidx, y, G, n_data):
+    fn = _grad_update_par if rows.shape[0] * n_data >= PARALLEL_MIN_WORK else _grad_update_ser
+    fn(KB, rows, coef, kidx, y, G, n_data)
+
+
+@njit(cache=True)
+def _violators(y, G, alpha, U):
+    """The scores -y G, masks of I_up and I_low, and the maximal violation."""
+    n = y.shape[0]
+    score = np.empty(n)
+    up = np.zeros(n, dtype=np.bool_)
+    low = np.zeros(n, dtype=np.bool_)
+    gmax = -np.inf
+    gmin = np.inf
+    for t in range(n):
+        s = -y[t] * G[t]
+        score[t] = s
+        if y[t] > 0:
+            u = alpha[t] < U[t]
+            lo = alpha[t] > 0.0
+        else:
+            u = alpha[t] > 0.0
+            lo = alpha[t] < U[t]
+        up[t] = u
+        low[t] = lo
+        if u and s > gmax:
+            gmax = s
+        if lo and s < gmin:
+            gmin = s
+    return score, up, low, gmax - gmin
+
+
+def _top(cands, key, k):
+    """The k candidates with the smallest key, ordered."""
+    if k <= 0 or cands.size == 0:
+        return cands[:0]
+    if cands.size > k:
+        part = np.argpartition(key, k - 1)[:k]
+        cands, key = cands[part], key[part]
+    return cands[np.argsort(key, kind="stable")]
+
+
+def working_set_size(n_var, n_data, cache_size):
+    """q from the problem size and the kernel-row budget (rows of n_data doubles)."""
+    budget = int(cache_size * 1024 * 1024 // (8 * max(n_data, 1)))
+    q = min(1024, max(64, budget))
+    return int(min(q, n_var))
+
+
+def solve(problem, **options):
+    """Solve a :class:`~maxmargin.problem.DualProblem` by batched decomposition.
+
+    Parameters are those of :func:`maxmargin.solvers.smo.solve` (``shrinking``
+    is accepted and ignored: the selection looks at all variables anyway), plus
+    ``working_set_size_`` (q; default from ``n`` and ``cache_size``) and
+    ``inner_max_iter`` (steps of the inner SMO per round; default ``10 q``).
+    ``max_iter`` counts inner SMO steps, as in the two-variable solver.
+
+    All parallel work runs on Numba's threads; BLAS is held to one thread
+    meanwhile (each Numba thread calls it on its own chunk), since BLAS threads
+    spinning beside Numba's cost more than they give on few cores.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _solve(problem, **options)
+
+
+def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=None,
+          callback=None, time_limit=None, verbose=False, callback_info=None, shrinking=True,
+          inner_max_iter=None):
+    if problem.nu_constraints:
+        raise NotImplementedError("the batched solver does not serve nu-type problems yet; use solver='smo'")
+    t0 = time.perf_counter()
+    kr = KernelRows(problem.X, problem.kernel)
+    n_data = kr.n
+    kidx = np.ascontiguousarray(problem.index, dtype=np.int64)
+    y = np.ascontiguousarray(problem.y, dtype=np.float64)
+    p = np.ascontiguousarray(problem.p, dtype=np.float64)
+    U = np.ascontiguousarray(problem.upper, dtype=np.float64)
+    shift = np.ascontiguousarray(problem.shift, dtype=np.float64)
+    n_var = y.shape[0]
+    QD = kr.diag()[kidx] + shift
+    alpha = initial_alpha(problem)
+    q = working_set_size_ or working_set_size(n_var, n_data, cache_size)
+    q = int(max(2, min(q, n_var)))
+    inner_max = inner_max_iter or 10 * q
+
+    KB = np.empty((q, n_data))           # kernel rows of the working set, one slot each
+    ws = np.full(q, -1, dtype=np.int64)  # variable in each slot (-1: empty)
+    slot_data = np.full(q, -1, dtype=np.int64)  # data row whose kernel row the slot holds
+    in_ws = np.zeros(n_var, dtype=bool)
+
+    # gradient G = Q alpha + p (warm starts: through kernel rows of the nonzero alphas)
+    G = p + shift * alpha
+    nz = np.flatnonzero(alpha)
+    for s in range(0, nz.size, q):
+        chunk = nz[s:s + q]
+        rows = np.arange(chunk.size)
+        kr.compute(kidx[chunk], KB[: chunk.size])
+        _grad_update(KB, rows, alpha[chunk] * y[chunk], kidx, y, G, n_data)
+
+    n_iter = 0
+    rounds = 0
+    status = "max_iter"
+    viol = np.inf
+    age = np.zeros(q, dtype=np.int64)  # round at which each slot was filled
+    last_report = t0
+    stalls = 0
+    while True:
+        score, up, low, viol = _violators(y, G, alpha, U)
+        if viol < tol:
+            status = "converged"
+            break
+        if max_iter is not None and max_iter >= 0 and n_iter >= max_iter:
+            break
+        # ---- select: q/2 new violators (q at the start), balanced between I_up and I_low
+        n_new = q if rounds == 0 else max(q // 2, 1)
+        cand_up = np.flatnonzero(up & ~in_ws)
+        cand_low = np.flatnonzero(low & ~in_ws)
+        top_up = _top(cand_up, -score[cand_up], n_new)
+        top_low = _top(cand_low, score[cand_low], n_new)
+        new = []
+        seen = set()
+        iu = il = 0
+        while len(new) < n_new and (iu < top_up.size or il < top_low.size):
+            for src, k in ((top_up, iu), (top_low, il)):
+                if k < src.size and len(new) < n_new:
+                    v = int(src[k])
+                    if v not in seen:
+                        seen.add(v)
+                        new.append(v)
+            iu += 1
+            il += 1
+        if not new:
+            # every violator is already in the working set: solve it further
+            new_arr = np.empty(0, dtype=np.int64)
+        else:
+            new_arr = np.array(new, dtype=np.int64)
+        # ---- slots: empty ones first, then the oldest members leave
+        empty = np.flatnonzero(ws < 0)
+        need = new_arr.size - empty.size
+        if need > 0:
+            filled = np.flatnonzero(ws >= 0)
+            oldest = filled[np.argsort(age[filled], kind="stable")[:need]]
+            slots = np.concatenate([empty, oldest])
+        else:
+            slots = empty[: new_arr.size]
+        for s in slots:
+            if ws[s] >= 0:
+                in_ws[ws[s]] = False
+        ws[slots] = new_arr
+        in_ws[new_arr] = True
+        age[slots] = rounds
+        # ---- kernel rows for slots whose data row is not already there
+        want = kidx[new_arr]
+        todo = slots[slot_data[slots] != want]
+        if todo.size:
+            # another slot may already hold the same data row (SVR: two variables per point)
+            tmp = np.empty((todo.size, n_data))
+            kr.compute(kidx[ws[todo]], tmp)
+            KB[todo] = tmp
+            slot_data[todo] = kidx[ws[todo]]
+        # ---- inner SMO on the occupied slots
+        occ = np.flatnonzero(ws >= 0)
+        if occ.size < q:
+            ws_occ, KB_occ = ws[occ], KB[occ]
+        else:
+            ws_occ, KB_occ = ws, KB
+        a_old = alpha[ws_occ].copy()
+        Gl = G[ws_occ].copy()
+        # local tolerance tied to the global violation
+        eps = max(0.5 * tol, 0.1 * viol)
+        steps = inner_max
+        if max_iter is not None and max_iter >= 0:
+            steps = min(steps, max_iter - n_iter)
+        it, _ = _inner_smo(KB_occ, ws_occ, kidx[ws_occ], y, U, QD, shift, alpha, Gl, eps, steps)
+        if occ.size < q:
+            # _inner_smo received a copy of the rows: nothing to write back
+            pass
+        n_iter += it
+        rounds += 1
+        # ---- gradient of all variables
+        d = alpha[ws_occ] - a_old
+        ch = np.flatnonzero(d)
+        if ch.size:
+            stalls = 0
+            rows = ch if occ.size == q else occ[ch]
+            vars_ = ws_occ[ch]
+            _grad_update(KB, rows.astype(np.int64), d[ch] * y[vars_], kidx, y, G, n_data)
+            G[vars_] += shift[vars_] * d[ch]
+        elif it == 0:
+            # no progress possible on this working set: refresh it fully, and give
+            # up (not converged) if even a fresh one cannot move
+            stalls += 1
+            if stalls > 2:
+                status = "stalled"
+                break
+            ws[:] = -1
+            in_ws[:] = False
+        now = time.perf_counter()
+        if now - last_report >= 0.2 or verbose:
+            last_report = now
+            if verbose:
+                print(f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} q {q} {now - t0:.1f}s")
+            if callback is not None:
+                info = {"iteration": n_iter, "objective": float(0.5 * alpha @ (G + p)), "violation": float(viol),
+                        "tol": float(tol), "elapsed": now - t0}
+                if callback_info:
+                    info.update(callback_info)
+                if callback(info) is False:
+                    status = "callback"
+                    break
+            if time_limit is not None and now - t0 >= time_limit:
+                status = "time_limit"
+                break
+    rho = compute_rho(y, G, alpha, U)
+    objective = float(0.5 * alpha @ (G + p))
+    if verbose:
+        print(f"[batched] {status}: rounds {rounds}, iter {n_iter}, violation {viol:.3e}, objective {objective:.6g}")
+    return Solution(alpha=alpha, rho=rho, objective=objective, n_iter=n_iter, violation=float(viol),
+                    converged=status == "converged", grad=G, status=status,
+                    extra={"rounds": rounds, "working_set_size": q})
