@@ -1,0 +1,117 @@
+"""The batched working-set solver against SMO and the QP reference."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import kkt_violation, qp_reference
+from maxmargin import SVC
+from maxmargin.kernels import make_kernel
+from maxmargin.problem import DualProblem, csvc_problem
+from maxmargin.solvers import batched, smo
+
+
+def _data(rng, n=120, d=4, sparse=False, dup=0):
+    X = rng.normal(size=(n, d))
+    if dup:
+        X[-dup:] = X[:dup]  # duplicate points (same and opposite labels)
+    y = np.where(X[:, 0] + 0.6 * X[:, 1] + 0.7 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if sparse:
+        X[rng.random(X.shape) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+FORMS = {
+    "l1": lambda X, k, y, C: csvc_problem(X, k, y, C),
+    "l2": lambda X, k, y, C: csvc_problem(X, k, y, C, shift=1.0 / C, hard=True),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("kernel,kw", [("linear", {}), ("rbf", {"gamma": 0.5}),
+                                       ("poly", {"gamma": 0.4, "degree": 2, "coef0": 1.0})])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("q", [8, 32, 1000])
+def test_matches_qp_and_smo(rng, form, kernel, kw, sparse, q):
+    X, y = _data(rng, sparse=sparse)
+    C = rng.uniform(0.3, 4.0, size=y.shape[0])  # per-sample weights
+    k = make_kernel(kernel, X=X, **kw)
+    prob = FORMS[form](X, k, y, C)
+    sol = batched.solve(prob, tol=1e-8, working_set_size_=q)
+    assert sol.converged
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, y, prob.upper)
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    assert kkt_violation(Q, prob.p, y, prob.upper, sol.alpha) < 1e-7
+    assert abs(y @ sol.alpha) < 1e-9
+    assert np.all(sol.alpha >= 0) and np.all(sol.alpha <= prob.upper)
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+    ref_smo = smo.solve(FORMS[form](X, k, y, C), tol=1e-8)
+    assert sol.rho == pytest.approx(ref_smo.rho, abs=1e-5)
+
+
+@pytest.mark.parametrize("shrinking", [True, False])
+def test_duplicates_and_shrinking(rng, shrinking):
+    X, y = _data(rng, n=400, dup=40)
+    k = make_kernel("rbf", gamma=1.0)
+    a = batched.solve(csvc_problem(X, k, y, 10.0), tol=1e-7, working_set_size_=64, shrinking=shrinking)
+    b = smo.solve(csvc_problem(X, k, y, 10.0), tol=1e-7)
+    assert a.converged
+    assert a.objective == pytest.approx(b.objective, rel=1e-6)
+
+
+def test_non_psd_kernel_terminates(rng):
+    X, y = _data(rng, n=300)
+    k = make_kernel("sigmoid", gamma=2.0, coef0=1.0)
+    sol = batched.solve(csvc_problem(X, k, y, 10.0), tol=1e-3, working_set_size_=32)
+    assert sol.status in ("converged", "stalled")
+    assert np.all(sol.alpha >= 0) and np.all(sol.alpha <= 10.0 + 1e-12)
+    assert abs(y @ sol.alpha) < 1e-8
+
+
+def test_two_variables_per_point_like_svr(rng):
+    """The index map (several variables on one data row) as epsilon-SVR uses it."""
+    n = 80
+    X = rng.normal(size=(n, 3))
+    z = np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
+    eps, C = 0.1, 2.0
+    k = make_kernel("rbf", gamma=0.5)
+    prob = DualProblem(X=X, kernel=k, y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z],
+                       upper=np.full(2 * n, C), index=np.r_[np.arange(n), np.arange(n)], shift=np.zeros(2 * n))
+    sol = batched.solve(prob, tol=1e-8, working_set_size_=16)
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    assert sol.objective == pytest.approx(smo.solve(prob, tol=1e-8).objective, rel=1e-8)
+
+
+def test_warm_start_reaches_the_same_point(rng):
+    X, y = _data(rng, n=300)
+    k = make_kernel("rbf", gamma=0.5)
+    cold = batched.solve(csvc_problem(X, k, y, 1.0), tol=1e-6, working_set_size_=32)
+    prob = csvc_problem(X, k, y, 2.0)
+    prob.alpha0 = cold.alpha
+    warm = batched.solve(prob, tol=1e-6, working_set_size_=32)
+    ref = batched.solve(csvc_problem(X, k, y, 2.0), tol=1e-6, working_set_size_=32)
+    assert warm.objective == pytest.approx(ref.objective, rel=1e-7)
+    assert warm.n_iter < ref.n_iter
+
+
+def test_callback_time_limit_and_max_iter(rng):
+    X, y = _data(rng, n=2000)
+    k = make_kernel("rbf", gamma=0.5)
+    sol = batched.solve(csvc_problem(X, k, y, 100.0), tol=1e-6, working_set_size_=16, max_iter=50)
+    assert sol.status == "max_iter" and not sol.converged and sol.n_iter <= 50
+
+
+def test_estimator_uses_it_and_agrees_with_smo(rng):
+    X, y = _data(rng, n=600)
+    a = SVC(C=3.0, gamma=0.5, solver="batched", tol=1e-6).fit(X, y)
+    b = SVC(C=3.0, gamma=0.5, solver="smo", tol=1e-6).fit(X, y)
+    assert a.objective_[0] == pytest.approx(b.objective_[0], rel=1e-6)
+    assert np.mean(a.predict(X) == b.predict(X)) >= 0.995
+    # multi-class through the estimator
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    a = SVC(C=3.0, solver="batched", tol=1e-6).fit(X, y3)
+    b = SVC(C=3.0, solver="smo", tol=1e-6).fit(X, y3)
+    assert np.allclose(a.objective_, b.objective_, rtol=1e-6)
