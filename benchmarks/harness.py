@@ -1,0 +1,188 @@
+"""maxmargin against its peers on the same data and parameters, each fit in its own process.
+
+    python benchmarks/harness.py a9a ijcnn1 usps --repeat 3
+    python benchmarks/harness.py mnist --peers maxmargin sklearnex --timeout 900
+
+Peers (all from PyPI; missing ones are reported and skipped):
+  maxmargin    maxmargin.SVC (solver='auto': the batched working-set solver)
+  sklearn      sklearn.svm.SVC (LIBSVM inside)
+  sklearnex    sklearnex.svm.SVC (Intel oneDAL)
+  libsvm       libsvm-official (svmutil)
+  thundersvm   thundersvm-cpu (float32)
+
+For each dataset one table: median fit time over the repeats (and the spread),
+predict time, test accuracy, #SV, the dual objective (binary problems: computed
+here from each peer's dual coefficients and support vectors, so the same
+yardstick for all), the peak resident memory of the worker process, and each
+peer's fit time divided by maxmargin's (> 1: maxmargin is faster).
+Parameters: tol=1e-3, cache 200 MB, RBF kernel, C and gamma per dataset (issue 7).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+PEERS = ("maxmargin", "sklearn", "sklearnex", "libsvm", "thundersvm")
+
+
+def _gamma_value(gamma, X):
+    if gamma == "scale":
+        var = (X.multiply(X).mean() - X.mean() ** 2) if hasattr(X, "multiply") else X.var()
+        return 1.0 / (X.shape[1] * var)
+    return float(gamma)
+
+
+def _objective(dual_coef, SV, gamma):
+    """1/2 c'Kc - sum |c| for a binary problem (the dual minimum, any sign convention)."""
+    from maxmargin.kernels import RBFKernel
+
+    c = dual_coef.toarray().ravel() if hasattr(dual_coef, "toarray") else np.asarray(dual_coef).ravel()
+    return float(0.5 * c @ RBFKernel(gamma).mmv(SV, SV, c) - np.abs(c).sum())
+
+
+def worker(peer, name):
+    """Fit one peer once; print one JSON line."""
+    from datasets import LOADERS
+
+    Xtr, ytr, Xte, yte, params = LOADERS[name]()
+    C = float(params["C"])
+    gamma = _gamma_value(params["gamma"], Xtr)
+    binary = np.unique(ytr).size == 2
+    out = {"peer": peer, "dataset": name, "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1]), "gamma": gamma}
+    if peer == "libsvm":
+        from libsvm.svmutil import svm_predict, svm_problem, svm_train, svm_parameter
+
+        prob = svm_problem(ytr, Xtr)
+        param = svm_parameter(f"-s 0 -t 2 -c {C} -g {float(gamma)} -e 0.001 -m 200 -q")
+        t = time.perf_counter()
+        model = svm_train(prob, param)
+        out["fit"] = time.perf_counter() - t
+        t = time.perf_counter()
+        pred, _, _ = svm_predict(yte, Xte, model, "-q")
+        out["predict"] = time.perf_counter() - t
+        out["acc"] = float(np.mean(np.asarray(pred) == yte))
+        out["nsv"] = int(model.get_nr_sv())
+        if binary:
+            idx = np.asarray(model.get_sv_indices()) - 1
+            coef = np.asarray(model.get_sv_coef()).ravel()
+            out["objective"] = _objective(coef, Xtr[idx], gamma)
+    else:
+        if peer == "maxmargin":
+            import maxmargin
+
+            est = maxmargin.SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200, solver="auto")
+            # compile outside the timing (first use in a process compiles the solvers)
+            warm = np.r_[np.flatnonzero(ytr == ytr[0])[:30], np.flatnonzero(ytr != ytr[0])[:30]]
+            maxmargin.SVC(C=C, gamma=gamma).fit(Xtr[warm], ytr[warm])
+            maxmargin.SVC(C=C, gamma=gamma, solver="batched").fit(Xtr[warm], ytr[warm])
+        elif peer == "sklearn":
+            from sklearn.svm import SVC
+
+            est = SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200)
+        elif peer == "sklearnex":
+            from sklearnex.svm import SVC
+
+            est = SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200)
+        elif peer == "thundersvm":
+            from thundersvm import SVC
+
+            est = SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200)
+        else:
+            raise SystemExit(f"unknown peer {peer}")
+        t = time.perf_counter()
+        est.fit(Xtr, ytr)
+        out["fit"] = time.perf_counter() - t
+        t = time.perf_counter()
+        pred = est.predict(Xte)
+        out["predict"] = time.perf_counter() - t
+        out["acc"] = float(np.mean(np.asarray(pred).ravel() == yte))
+        sup = np.asarray(est.support_).ravel()
+        out["nsv"] = int(sup.size)
+        if binary:
+            out["objective"] = _objective(est.dual_coef_, Xtr[sup], gamma)
+        elif peer == "maxmargin":
+            out["objective_sum"] = float(np.sum(est.objective_))
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def run_one(peer, name, timeout):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        p = subprocess.run([sys.executable, __file__, "--worker", peer, name], capture_output=True,
+                           text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"peer": peer, "error": f"> {timeout} s"}
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {"peer": peer, "error": tail[0][:80]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("datasets", nargs="*", default=["a9a", "ijcnn1", "usps"])
+    ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--worker", nargs=2, metavar=("PEER", "DATASET"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        worker(*a.worker)
+        return
+    import platform
+
+    from threadpoolctl import threadpool_info
+
+    blas = ", ".join(sorted({f"{i['internal_api']} {i.get('version')}" for i in threadpool_info()}))
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | {platform.processor() or platform.machine()}"
+          f" | BLAS: {blas} | repeat {a.repeat} (median) | tol 1e-3, cache 200 MB")
+    for name in a.datasets:
+        rows = []
+        for peer in a.peers:
+            runs = [run_one(peer, name, a.timeout) for _ in range(a.repeat)]
+            ok = [r for r in runs if "fit" in r]
+            if not ok:
+                rows.append((peer, None, runs[0].get("error", "failed")))
+                continue
+            fits = [r["fit"] for r in ok]
+            best = ok[int(np.argsort(fits)[len(fits) // 2])]
+            best = dict(best, fit=statistics.median(fits), spread=(min(fits), max(fits)),
+                        predict=statistics.median(r["predict"] for r in ok))
+            rows.append((peer, best, None))
+        head = next((r for _, r, _ in rows if r), None)
+        if head is None:
+            print(f"\n## {name}: no peer ran")
+            continue
+        print(f"\n## {name}: n={head['n']} d={head['d']} gamma={head['gamma']:.4g}")
+        print(f"| peer | fit s (min-max) | predict s | test acc | #SV | dual objective | peak MB | fit time / maxmargin's |")
+        print("|---|---|---|---|---|---|---|---|")
+        mm = next((r for p, r, _ in rows if p == "maxmargin" and r), None)
+        for peer, r, err in rows:
+            if r is None:
+                print(f"| {peer} | {err} | | | | | | |")
+                continue
+            obj = r.get("objective", r.get("objective_sum"))
+            objs = f"{obj:.6f}" if obj is not None else "-"
+            ratio = f"{r['fit'] / mm['fit']:.2f}x" if mm else "-"
+            pr = f" (predict {r['predict'] / mm['predict']:.1f}x)" if mm else ""
+            print(f"| {peer} | {r['fit']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f}) | {r['predict']:.2f} | "
+                  f"{r['acc']:.4f} | {r['nsv']} | {objs} | {r['peak_mb']:.0f} | {ratio}{pr} |")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
