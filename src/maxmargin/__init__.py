@@ -12,3 +12,21 @@ from .svm import SVC
 __version__ = "0.1.0"
 
 __all__ = ["SVC", "make_kernel", "__version__"]
+from .svm import NuSVC
+from .regression import SVR, NuSVR
+from .oneclass import OneClassSVM
+
+__all__ += ["NuSVC", "SVR", "NuSVR", "OneClassSVM"]
+from . import datasets
+from .io import (
+    DataFormatError,
+    ModelFormatError,
+    load_data,
+    load_libsvm_model,
+    load_model,
+    save_libsvm_model,
+    save_model,
+)
+
+__all__ += ["save_model", "load_model", "load_libsvm_model", "save_libsvm_model", "load_data",
+            "DataFormatError", "ModelFormatError", "datasets"]

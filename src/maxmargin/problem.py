@@ -104,3 +104,87 @@ def csvc_problem(X, kernel, y, C, shift=None, hard=False):
         index=np.arange(n, dtype=np.int64),
         shift=np.zeros(n) if shift is None else np.broadcast_to(shift, (n,)).astype(np.float64),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The other SVM types on the same standard form (LIBSVM's way; added for issue 4).
+def greedy_fill(upper, total):
+    """LIBSVM's feasible start: fill the variables in order up to their bounds until
+    their sum reaches ``total`` (the first ones at ``upper``, one fractional, the rest 0)."""
+    upper = np.asarray(upper, dtype=np.float64)
+    before = np.concatenate([[0.0], np.cumsum(upper)[:-1]])
+    return np.clip(total - before, 0.0, upper)
+
+
+def svr_problem(X, kernel, z, C, epsilon):
+    r"""epsilon-SVR: :math:`2n` variables :math:`(\alpha, \alpha^*)` on the same data rows.
+
+    .. math::
+
+        \min \tfrac12(\alpha-\alpha^*)^TK(\alpha-\alpha^*) + \sum_i(\varepsilon - z_i)\alpha_i
+        + \sum_i(\varepsilon + z_i)\alpha^*_i,\quad \sum_i(\alpha_i - \alpha^*_i) = 0,\;
+        0 \le \alpha, \alpha^* \le C_i
+
+    i.e. ``index = [0..n-1, 0..n-1]``, ``y = [+1.., -1..]``, ``p = [eps - z, eps + z]``;
+    the regression function is :math:`f(x) = \sum_i(\alpha_i - \alpha_i^*)K(x_i, x) - \rho`.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    n = z.shape[0]
+    Cs = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,))
+    idx = np.arange(n, dtype=np.int64)
+    return DualProblem(
+        X=X, kernel=kernel, y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[epsilon - z, epsilon + z],
+        upper=np.r_[Cs, Cs], index=np.r_[idx, idx], shift=np.zeros(2 * n),
+    )
+
+
+def nu_svr_problem(X, kernel, z, C, nu):
+    r"""nu-SVR (LIBSVM): ``p = [-z, +z]``, the two constraints
+    :math:`\sum_i\alpha_i = \sum_i\alpha_i^* = \nu\sum_iC_i/2` (``nu_constraints``);
+    the tube width is :math:`\varepsilon = -r` of the nu-solver."""
+    z = np.asarray(z, dtype=np.float64)
+    n = z.shape[0]
+    Cs = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
+    start = greedy_fill(Cs, nu * Cs.sum() / 2)
+    idx = np.arange(n, dtype=np.int64)
+    return DualProblem(
+        X=X, kernel=kernel, y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[-z, z], upper=np.r_[Cs, Cs],
+        index=np.r_[idx, idx], shift=np.zeros(2 * n), delta=0.0, alpha0=np.r_[start, start],
+        nu_constraints=True,
+    )
+
+
+def one_class_problem(X, kernel, nu, weights=None):
+    r"""One-class SVM (Schoelkopf et al.): :math:`\min\tfrac12\alpha^TK\alpha`,
+    :math:`e^T\alpha = \nu\sum_iw_i`, :math:`0 \le \alpha_i \le w_i` (``y = +1``, ``p = 0``,
+    ``delta = nu * sum(w)``), from LIBSVM's start: the first :math:`\lfloor\nu n\rfloor`
+    at their bound, one fractional."""
+    n = X.shape[0]
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = float(nu * w.sum())
+    return DualProblem(
+        X=X, kernel=kernel, y=np.ones(n), p=np.zeros(n), upper=w.copy(), index=np.arange(n, dtype=np.int64),
+        shift=np.zeros(n), delta=total, alpha0=greedy_fill(w, total),
+    )
+
+
+def nu_svc_problem(X, kernel, y, nu, weights=None):
+    r"""nu-SVC (LIBSVM's scaled form): :math:`\min\tfrac12\alpha^TQ\alpha` with
+    :math:`\sum_{y_i=+1}\alpha_i = \sum_{y_i=-1}\alpha_i = \nu\sum_iw_i/2`,
+    :math:`0 \le \alpha_i \le w_i` (``nu_constraints``).  The solution divided by the
+    solver's ``r`` is the C-SVC solution with :math:`C = 1/r`.  An infeasible ``nu``
+    (:math:`\nu\sum_iw_i/2` above a class's total weight) is cut down to the largest
+    feasible sums; the estimators reject it beforehand."""
+    y = np.asarray(y, dtype=np.float64)
+    n = y.shape[0]
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    # nu is feasible iff nu sum(w) / 2 <= min(class sums); beyond that, the largest feasible sums
+    half = float(min(nu * w.sum() / 2, w[y > 0].sum(), w[y < 0].sum()))
+    start = np.zeros(n)
+    for c in (1.0, -1.0):
+        m = y == c
+        start[m] = greedy_fill(w[m], half)
+    return DualProblem(
+        X=X, kernel=kernel, y=y, p=np.zeros(n), upper=w.copy(), index=np.arange(n, dtype=np.int64),
+        shift=np.zeros(n), delta=0.0, alpha0=start, nu_constraints=True,
+    )

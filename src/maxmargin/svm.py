@@ -1,12 +1,15 @@
 """Support vector classification with a scikit-learn API.
 
-:class:`SVC` has the parameters and fitted attributes of ``sklearn.svm.SVC``
-with the same meaning, so it can replace it in existing code, and adds:
+:class:`SVC` and :class:`NuSVC` have the parameters and fitted attributes of
+``sklearn.svm.SVC`` / ``sklearn.svm.NuSVC`` with the same meaning, so they can
+replace them in existing code, and add:
 
-* ``formulation`` and ``solver``: which SVM (hinge, hard margin, squared slack,
-  ...) and which algorithm; see :mod:`maxmargin.formulations`;
+* ``formulation`` and ``solver`` (SVC): which SVM (hinge, hard margin, squared
+  slack, ...) and which algorithm; see :mod:`maxmargin.formulations`;
 * ``sigma``: the Gaussian width of the documents, ``gamma = 1 / (2 sigma^2)``;
 * ``callback`` and ``time_limit``: watch or stop a long fit;
+* ``warm_start`` (SVC): start from the previous fit's multipliers;
+* ``predict_from_proba``: make ``predict`` agree with ``argmax(predict_proba)``;
 * fitted ``objective_``, ``margin_``, ``loo_bound_`` (seed 002's leave-one-out
   bound #SV/n), ``duality_gap_`` and ``train_error_``.
 
@@ -14,6 +17,10 @@ Multi-class problems are split one-vs-one as in LIBSVM: the binary problem of
 classes ``a < b`` labels ``a`` as +1, and its decision value is positive for
 ``a``.  The public ``dual_coef_`` / ``intercept_`` follow scikit-learn's layout
 exactly (for two classes, positive decision values mean ``classes_[1]``).
+
+:class:`BaseKernelSVM` holds what every maxmargin estimator shares (parameter
+checks, the kernel of the fitted model, validation at predict time, solver
+options); :mod:`maxmargin.regression` and :mod:`maxmargin.oneclass` build on it.
 """
 from __future__ import annotations
 
@@ -24,13 +31,17 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import formulations
-from .kernels import BLOCK_ROWS, make_kernel
+from . import formulations, probability
+from .kernels import BLOCK_ROWS, densify_if_cheap, make_kernel
+from .problem import DualProblem, nu_svc_problem
+from .solvers import smo
 
 
 def _check_positive(name, value, allow_none=False):
@@ -38,6 +49,17 @@ def _check_positive(name, value, allow_none=False):
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+
+def _check_nu(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
+            or not 0 < value <= 1:
+        raise ValueError(f"nu must be a number in (0, 1], got {value!r}")
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def ovr_from_ovo(dec, n_classes):
@@ -58,37 +80,27 @@ def ovr_from_ovo(dec, n_classes):
     return votes + conf / (3 * (np.abs(conf) + 1))
 
 
-class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
-    """Shared machinery of the kernel SVM classifiers (one-vs-one)."""
-
-    #: fitted attributes a model file stores (see maxmargin.io.model)
-    _state_attributes = (
-        "classes_", "support_", "support_vectors_", "dual_coef_", "intercept_", "n_support_",
-        "n_features_in_", "shape_fit_", "fit_status_", "n_iter_", "objective_", "margin_",
-        "loo_bound_", "duality_gap_", "train_error_", "fit_time_", "_gamma", "_sparse", "_linear_w",
-    )
-
-    # ----------------------------------------------------------------- checks
-    def _check_params(self):
-        _check_positive("C", self.C)
-        _check_positive("tol", self.tol)
-        _check_positive("cache_size", self.cache_size)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or (
-            self.max_iter < -1 or self.max_iter == 0
-        ):
-            raise ValueError(f"max_iter must be -1 (no limit) or a positive integer, got {self.max_iter!r}")
-        _check_positive("time_limit", self.time_limit, allow_none=True)
-        if self.decision_function_shape not in ("ovr", "ovo"):
-            raise ValueError(
-                f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}"
+def warn_not_converged(tol, fits, stacklevel=3):
+    """One ConvergenceWarning for the first fit that stopped early (max_iter, time_limit, callback)."""
+    for fit in fits:
+        if not fit.converged:
+            warnings.warn(
+                f"the solver stopped before reaching tol={tol} ({fit.status}; "
+                f"maximal KKT violation {fit.violation:.3g} after {fit.n_iter} iterations); "
+                "the model is usable but not optimal",
+                ConvergenceWarning,
+                stacklevel=stacklevel + 1,
             )
-        if self.break_ties and self.decision_function_shape == "ovo":
-            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError(f"callback must be callable or None, got {self.callback!r}")
-        if self.probability:
-            raise NotImplementedError("probability=True is not available yet (issue 4)")
-        formulations.check_pair(self.formulation, self.solver)
+            return
+
+
+class BaseKernelSVM(BaseEstimator):
+    """What every maxmargin kernel estimator shares.
+
+    Subclasses have the parameters ``kernel, degree, gamma, coef0, sigma, tol,
+    cache_size, shrinking, max_iter, verbose, callback, time_limit``; fitting sets
+    ``_gamma`` (the resolved kernel coefficient) and ``_sparse``.
+    """
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -96,46 +108,183 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags
 
+    # ----------------------------------------------------------------- checks
+    def _check_solver_params(self):
+        _check_positive("tol", self.tol)
+        _check_positive("cache_size", self.cache_size)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or (
+            self.max_iter < -1 or self.max_iter == 0
+        ):
+            raise ValueError(f"max_iter must be -1 (no limit) or a positive integer, got {self.max_iter!r}")
+        _check_positive("time_limit", self.time_limit, allow_none=True)
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback must be callable or None, got {self.callback!r}")
+
+    def _validate_train(self, X, y="no_validation", y_numeric=False):
+        """Validated training data (CSR with sorted indices, or dense C-ordered float64);
+        ``y="no_validation"`` for unsupervised estimators."""
+        if isinstance(y, str) and y == "no_validation":
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
+            y = None
+        else:
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
+                                 y_numeric=y_numeric)
+        if sp.issparse(X):
+            X.sort_indices()
+        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(
+                f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}"
+            )
+        return X, y
+
+    @staticmethod
+    def _sample_weights(sample_weight, X):
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if np.any(sw < 0):
+            raise ValueError(f"sample_weight must be non-negative; row {int(np.argmax(sw < 0))} is negative")
+        return sw
+
+    def _fit_kernel(self, X):
+        """The Kernel object for training data ``X``; sets ``_gamma`` and ``_sparse``."""
+        kern = make_kernel(self.kernel, self.gamma, self.degree, self.coef0, X=X, sigma=self.sigma)
+        self._gamma = float(kern.params[0]) if kern.code in (1, 2, 3) else 0.0
+        self._sparse = sp.issparse(X)
+        return kern
+
+    def _solver_options(self, subproblem=0, n_subproblems=1, with_callback=True):
+        """Keyword arguments for :func:`maxmargin.solvers.smo.solve`."""
+        options = dict(tol=self.tol, max_iter=self.max_iter, shrinking=bool(self.shrinking),
+                       cache_size=self.cache_size, verbose=bool(self.verbose))
+        if self.time_limit is not None:
+            options["time_limit"] = self.time_limit
+        if with_callback and self.callback is not None:
+            options["callback"] = self.callback
+            options["callback_info"] = {"subproblem": subproblem, "n_subproblems": n_subproblems}
+        return options
+
+    def _row_pool(self):
+        """With ``warm_start=True``: the pool of kernel-row caches kept on the estimator
+        between fits (at most ``cache_size`` MB; see :class:`maxmargin.solvers.smo.KernelRowPool`),
+        so that a grid over C does not recompute kernel rows.  None otherwise."""
+        from .solvers.smo import KernelRowPool
+
+        if not getattr(self, "warm_start", False):
+            self.__dict__.pop("_kernel_pool", None)
+            return None
+        pool = getattr(self, "_kernel_pool", None)
+        if pool is None or pool.budget != float(self.cache_size) * 1024 * 1024:
+            pool = KernelRowPool(self.cache_size)
+            self._kernel_pool = pool
+        pool.new_generation()
+        return pool
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if isinstance(state, dict):
+            state = dict(state)
+            state.pop("_kernel_pool", None)  # a run-time cache (up to cache_size MB), not part of the model
+        return state
+
+    @staticmethod
+    def _subset(X, rows, precomputed):
+        return X[rows][:, rows] if precomputed else X[rows]
+
+    # --------------------------------------------------------------- predict
+    def _get_kernel(self):
+        """The Kernel object of the fitted model (rebuilt from the parameters)."""
+        kern = getattr(self, "_kernel_cache", None)
+        if kern is None or getattr(self, "_kernel_cache_key", None) != (self.kernel, self._gamma,
+                                                                       self.degree, self.coef0):
+            kern = make_kernel(self.kernel, self._gamma, self.degree, self.coef0)
+            self._kernel_cache = kern
+            self._kernel_cache_key = (self.kernel, self._gamma, self.degree, self.coef0)
+        return kern
+
+    def _validate_for_predict(self, X):
+        check_is_fitted(self)
+        shape = getattr(X, "shape", None)
+        if self.kernel == "precomputed" and shape is not None and len(shape) == 2 and shape[1] != self.shape_fit_[0]:
+            raise ValueError(
+                f"X has {shape[1]} columns; a precomputed kernel at predict time needs one column "
+                f"per training sample ({self.shape_fit_[0]})"
+            )
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        if sp.issparse(X) != self._sparse and self._sparse:
+            X = sp.csr_matrix(X)
+        return X
+
+    def _kernel_to_sv(self, X, SV):
+        """Kernel block between rows of X and the support vectors ``SV``."""
+        if self.kernel == "precomputed":
+            return np.asarray(X[:, self.support_].toarray() if sp.issparse(X) else X[:, self.support_])
+        return self._get_kernel()(X, SV)
+
+
+class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
+    """Shared machinery of the kernel SVM classifiers (one-vs-one)."""
+
+    #: fitted attributes a model file stores (see maxmargin.io.model)
+    _state_attributes = (
+        "classes_", "support_", "support_vectors_", "dual_coef_", "intercept_", "n_support_",
+        "n_features_in_", "shape_fit_", "fit_status_", "n_iter_", "objective_", "margin_",
+        "loo_bound_", "duality_gap_", "train_error_", "fit_time_", "w_norm_", "_gamma", "_sparse", "_linear_w",
+        "probA_", "probB_",
+    )
+
+    # ----------------------------------------------------------------- checks
+    def _check_params(self):
+        self._check_box_params()
+        self._check_solver_params()
+        if self.decision_function_shape not in ("ovr", "ovo"):
+            raise ValueError(
+                f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}"
+            )
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
+        _check_bool("probability", self.probability)
+        _check_bool("predict_from_proba", self.predict_from_proba)
+        if self.predict_from_proba and not self.probability:
+            raise ValueError("predict_from_proba=True needs probability=True")
+
+    def _check_box_params(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _upper_bounds(self, weights):  # pragma: no cover - abstract
+        """Per-sample upper bounds of the dual from sample times class weights."""
+        raise NotImplementedError
+
+    def _check_feasible(self, members, bounds, pairs):
+        """Hook: raise ValueError when a binary problem has no feasible point."""
+
+    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):  # pragma: no cover - abstract
+        """Fit one binary problem; returns a :class:`maxmargin.formulations.BinaryFit`."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM on ``X`` (dense or sparse; the Gram matrix for a
         precomputed kernel) and labels ``y``."""
         self._check_params()
         t_start = time.perf_counter()
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, order="C", accept_large_sparse=False
-        )
+        X, y = self._validate_train(X, y)
         check_classification_targets(y)
-        sparse = sp.issparse(X)
-        if sparse:
-            X.sort_indices()
         n = X.shape[0]
-        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
-            raise ValueError(
-                f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}"
-            )
+        precomputed = self.kernel == "precomputed"
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
             raise ValueError(
-                f"the training labels contain only one class ({classes[0]!r}); "
+                f"the training labels contain only one class ({getattr(classes[0], 'item', lambda: classes[0])()!r}); "
                 "a classifier needs at least two classes"
             )
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(sw < 0):
-            raise ValueError(f"sample_weight must be non-negative; row {int(np.argmax(sw < 0))} is negative")
+        sw = self._sample_weights(sample_weight, X)
         cw = compute_class_weight(self.class_weight, classes=classes, y=y) if self.class_weight is not None \
             else np.ones(classes.shape[0])
-        C_all = self.C * sw * cw[y_idx]
-
-        self.classes_ = classes
-        self._sparse = sparse
-        kern = make_kernel(self.kernel, self.gamma, self.degree, self.coef0, X=X, sigma=self.sigma)
-        self._gamma = float(kern.params[0]) if kern.code in (1, 2, 3) else 0.0
+        C_all = self._upper_bounds(sw * cw[y_idx])
 
         n_classes = classes.shape[0]
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
-        fits, members = [], []
-        for p_no, (a, b) in enumerate(pairs):
+        members = []
+        for a, b in pairs:
             rows = np.flatnonzero(((y_idx == a) | (y_idx == b)) & (C_all > 0))
             if n_classes == 2:
                 rows = np.flatnonzero(C_all > 0)
@@ -145,23 +294,63 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
                     f"after removing samples of zero weight, classes {classes[a]!r} and {classes[b]!r} "
                     "do not both have samples left"
                 )
-            Xs = X[rows][:, rows] if self.kernel == "precomputed" else X[rows]
-            options = dict(
-                tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking,
-                cache_size=self.cache_size, verbose=bool(self.verbose), callback=self.callback,
-                time_limit=self.time_limit,
-            )
-            if self.callback is not None:
-                options["callback_info"] = {"subproblem": p_no, "n_subproblems": len(pairs)}
-            options = {k: v for k, v in options.items() if v is not None or k in ("tol",)}
-            fit = formulations.fit_binary(Xs, ysub, C_all[rows], kern, self.formulation, self.solver, **options)
-            fits.append(fit)
             members.append((rows, ysub))
-            if fit.status == "callback":
-                break
+        self._check_feasible(members, C_all, [(classes[a], classes[b]) for a, b in pairs])
+        warm = self._previous_alphas(n, classes, pairs, members)
+
+        self.classes_ = classes
+        kern = self._fit_kernel(X)
+        fits = []
+        with smo.kernel_row_pool(self._row_pool()):
+            for p_no, (rows, ysub) in enumerate(members):
+                Xs = self._subset(X, rows, precomputed)
+                options = self._solver_options(p_no, len(pairs))
+                fit = self._fit_pair(Xs, ysub, C_all[rows], kern, options, None if warm is None else warm[p_no])
+                fits.append(fit)
+                if fit.status == "callback":
+                    break
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
+        if self.probability:
+            self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed)
+        else:
+            self.probA_ = np.empty(0)
+            self.probB_ = np.empty(0)
+        self._C_fit = getattr(self, "C", None)
         self.fit_time_ = time.perf_counter() - t_start
+        if not precomputed:
+            self._get_kernel()  # prepared here, so that predicting leaves __dict__ unchanged
         return self
+
+    def _previous_alphas(self, n, classes, pairs, members):
+        """Per binary problem, the previous fit's multipliers on its rows (warm start), or None.
+
+        They are rebuilt from ``support_`` / ``dual_coef_`` and multiplied by
+        ``C_new / C_old``, which keeps :math:`y^T\\alpha = 0` and maps the box
+        :math:`[0, C_{old}]` onto :math:`[0, C_{new}]`; the solver then clips them
+        into the new box (per-sample weights may have changed) and restores the
+        equality constraint.
+        """
+        if not getattr(self, "warm_start", False) or not hasattr(self, "dual_coef_"):
+            return None
+        prev_classes = getattr(self, "classes_", None)
+        if (self.shape_fit_[0] != n or prev_classes is None or prev_classes.shape != classes.shape
+                or not np.array_equal(prev_classes, classes) or self.support_.shape[0] == 0):
+            return None
+        k = classes.shape[0]
+        dual = np.asarray(self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else self.dual_coef_)
+        if k == 2:
+            dual = -dual
+        sv_class = np.repeat(np.arange(k), self.n_support_)
+        C_old = getattr(self, "_C_fit", None)
+        ratio = self.C / C_old if (C_old and getattr(self, "C", None)) else 1.0
+        out = []
+        for (a, b), (rows, _) in zip(pairs, members):
+            full = np.zeros(n)
+            in_a, in_b = sv_class == a, sv_class == b
+            full[self.support_[in_a]] = np.abs(dual[b - 1, in_a])
+            full[self.support_[in_b]] = np.abs(dual[a, in_b])
+            out.append(full[rows] * ratio)
+        return out
 
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
         n_classes = self.classes_.shape[0]
@@ -208,40 +397,36 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([f.n_iter for f in fits], dtype=np.int32)
         self.objective_ = np.array([f.objective for f in fits])
         gaps = [f.gap for f in fits]
+        gaps = [f.extra.get("duality_gap") if g is None else g for f, g in zip(fits, gaps)]
         self.duality_gap_ = np.array([np.nan if g is None else g for g in gaps])
         self.shape_fit_ = X.shape
         self.fit_status_ = 0 if all(f.converged for f in fits) else 1
         self.loo_bound_ = float(support.shape[0] / max(n, 1))
         # geometric margin per binary problem: 1/||w||, ||w||^2 from the dual objective
+        self.w_norm_ = np.array([self._w_norm_of(fit, rows, ysub, C_all, X, kern)
+                                 for fit, (rows, ysub) in zip(fits, members)])
         margins = np.empty(len(fits))
-        for p_no, (fit, (rows, ysub)) in enumerate(zip(fits, members)):
-            margins[p_no] = self._margin_of(fit, rows, ysub, C_all, X, kern)
+        for p_no, fit in enumerate(fits):
+            m = fit.extra.get("margin", getattr(fit, "margin", None))
+            wn = self.w_norm_[p_no]
+            margins[p_no] = float(m) if m is not None else (1.0 / wn if wn > 0 else np.inf)
         self.margin_ = margins
-        pred = self.predict(X)
+        pred = self._predict_from_ovo(self._ovo_decision(X))
         self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
-        for fit in fits:
-            if not fit.converged:
-                warnings.warn(
-                    f"the solver stopped before reaching tol={self.tol} ({fit.status}; "
-                    f"maximal KKT violation {fit.violation:.3g} after {fit.n_iter} iterations); "
-                    "the model is usable but not optimal",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-                break
+        warn_not_converged(self.tol, fits, stacklevel=4)
 
-    def _margin_of(self, fit, rows, ysub, C_all, X, kern):
-        """Geometric margin 1/||w|| of one binary problem."""
-        if "margin" in fit.extra:
-            return float(fit.extra["margin"])
+    def _w_norm_of(self, fit, rows, ysub, C_all, X, kern):
+        """||w|| in feature space of one binary problem."""
+        if "w_norm" in fit.extra:
+            return float(fit.extra["w_norm"])
         if fit.alpha is None:
-            nw = float(np.sqrt(fit.w @ fit.w))
-            return 1.0 / nw if nw > 0 else np.inf
+            return float(np.sqrt(fit.w @ fit.w))
         a = fit.alpha
-        if self.formulation in ("l1", "hard", "l2") and fit.objective is not None:
+        formulation = getattr(self, "formulation", None)
+        if formulation in ("l1", "hard", "l2"):
             # objective = 1/2 ||w||^2 [+ 1/2 sum a^2/C for l2] - sum a
             wsq = 2.0 * (fit.objective + a.sum())
-            if self.formulation == "l2":
+            if formulation == "l2":
                 wsq -= np.sum(a * a / C_all[rows])
         else:
             sv = rows[a > 0]
@@ -250,39 +435,91 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
                 wsq = float(c @ (np.asarray(X[np.ix_(sv, sv)]) @ c))
             else:
                 wsq = float(c @ kern.mmv(X[sv], X[sv], c))
-        return 1.0 / np.sqrt(wsq) if wsq > 0 else np.inf
+        return float(np.sqrt(max(wsq, 0.0)))
 
-    def _get_kernel(self):
-        """The Kernel object of the fitted model (rebuilt from the parameters)."""
-        kern = getattr(self, "_kernel_cache", None)
-        if kern is None or getattr(self, "_kernel_cache_key", None) != (self.kernel, self._gamma,
-                                                                       self.degree, self.coef0):
-            kern = make_kernel(self.kernel, self._gamma, self.degree, self.coef0)
-            self._kernel_cache = kern
-            self._kernel_cache_key = (self.kernel, self._gamma, self.degree, self.coef0)
-        return kern
+    # ----------------------------------------------------------- probability
+    def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed):
+        """Platt's sigmoid per binary problem from 5-fold cross-validated decision
+        values (see :mod:`maxmargin.probability`)."""
+        rng = check_random_state(self.random_state)
+        n_pairs = len(pairs)
+        probA = np.zeros(n_pairs)
+        probB = np.zeros(n_pairs)
+        stopped = any(f.status == "callback" for f in fits)
+        if stopped:
+            warnings.warn("the fit was stopped by the callback: the probability sigmoids are fitted on the "
+                          "training decision values (no cross-validation)", ConvergenceWarning, stacklevel=3)
+        for p_no, (fit, (rows, ysub)) in enumerate(zip(fits, members)):
+            Xs = self._subset(X, rows, precomputed)
+            if stopped:
+                dec = probability.held_out_decision(Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]),
+                                                    fit, ysub)
+            else:
+                bounds = C_all[rows]
+                options = self._solver_options(with_callback=False)
+                options["verbose"] = False
+
+                def fit_fold(train, alpha0, Xs=Xs, ysub=ysub, bounds=bounds, options=options):
+                    problem = self._fold_problem(Xs, ysub, bounds, kern, train)
+                    if problem is None:
+                        return self._fit_pair(self._subset(Xs, train, precomputed), ysub[train], bounds[train],
+                                              kern, options, alpha0)
+                    return self._fit_fold_problem(problem, options, alpha0)
+
+                # the folds are problems over the pair's own data rows (``index`` = the training
+                # rows of the fold), so one kernel-row cache serves all five of them
+                pool = smo.KernelRowPool(self.cache_size)
+                with warnings.catch_warnings(), smo.kernel_row_pool(pool):
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    dec = probability.cv_decision_values(fit_fold, Xs, ysub, kern, rng, full_fit=fit)
+                del pool
+            probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
+        self.probA_ = probA
+        self.probB_ = probB
+
+    def _fold_problem(self, X, y, bounds, kern, train):
+        """The dual of a cross-validation fold as a problem over all rows of ``X`` with
+        ``index = train``, or None where the fold must go through ``_fit_pair``."""
+        return None
+
+    def _fit_fold_problem(self, problem, options, alpha0):  # pragma: no cover - with _fold_problem
+        raise NotImplementedError
+
+    def _check_proba(self):
+        if not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+        return True
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (n, n_classes), columns in the order of ``classes_``.
+
+        Platt scaling of each one-vs-one decision value, coupled for several
+        classes (Wu, Lin & Weng 2004); see :mod:`maxmargin.probability`, which also
+        says exactly when ``argmax(predict_proba)`` and ``predict`` can disagree
+        (use ``predict_from_proba=True`` to make them agree).
+        """
+        X = self._validate_for_predict(X)
+        if not self._has_proba():
+            raise NotFittedError("predict_proba is not available: the model was fitted with probability=False")
+        return self._proba_from_ovo(self._ovo_decision(X))
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def _has_proba(self):
+        probA = getattr(self, "probA_", None)
+        return probA is not None and np.size(probA) > 0
+
+    def _proba_from_ovo(self, dec):
+        if self.classes_.shape[0] == 2:
+            dec = -dec  # pair orientation: positive for classes_[0]
+        return probability.probabilities_from_ovo(dec, self.probA_, self.probB_)
 
     # --------------------------------------------------------------- predict
-    def _validate_for_predict(self, X):
-        check_is_fitted(self)
-        shape = getattr(X, "shape", None)
-        if self.kernel == "precomputed" and shape is not None and len(shape) == 2 and shape[1] != self.shape_fit_[0]:
-            raise ValueError(
-                f"X has {shape[1]} columns; a precomputed kernel at predict time needs one column "
-                f"per training sample ({self.shape_fit_[0]})"
-            )
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False,
-                          accept_large_sparse=False)
-        if sp.issparse(X) != self._sparse and self._sparse:
-            X = sp.csr_matrix(X)
-        return X
-
-    def _kernel_to_sv(self, X):
-        """Kernel block between rows of X and the support vectors."""
-        if self.kernel == "precomputed":
-            return np.asarray(X[:, self.support_].toarray() if sp.issparse(X) else X[:, self.support_])
-        return self._get_kernel()(X, self.support_vectors_)
-
     def _ovo_decision(self, X):
         """One-vs-one decision values (n, n_pairs); for two classes positive means classes_[1]."""
         n_classes = self.classes_.shape[0]
@@ -290,13 +527,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
         n_pairs = n_classes * (n_classes - 1) // 2
         out = np.empty((n, n_pairs))
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
         for s in range(0, n, BLOCK_ROWS):
             e = min(s + BLOCK_ROWS, n)
             Xb = X[s:e]
             if self._linear_w is not None and self.support_.shape[0] == 0:
                 out[s:e] = np.asarray(Xb @ self._linear_w.T) + self.intercept_
                 continue
-            Kb = self._kernel_to_sv(Xb) if self.support_.shape[0] else np.zeros((e - s, 0))
+            Kb = self._kernel_to_sv(Xb, SV) if self.support_.shape[0] else np.zeros((e - s, 0))
             if n_classes == 2:
                 out[s:e, 0] = Kb @ self.dual_coef_[0] + self.intercept_[0]
                 continue
@@ -326,18 +564,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
             return ovr_from_ovo(dec, self.classes_.shape[0])
         return dec
 
-    def predict(self, X):
-        """Class labels: the sign for two classes, one-vs-one voting otherwise
-        (ties go to the class listed first, as in LIBSVM), or the arg-max of the
-        one-vs-rest scores when ``break_ties=True``."""
-        X = self._validate_for_predict(X)
-        dec = self._ovo_decision(X)
+    def _predict_from_ovo(self, dec):
         n_classes = self.classes_.shape[0]
         if n_classes == 2:
             return self.classes_[(dec[:, 0] > 0).astype(int)]
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(ovr_from_ovo(dec, n_classes), axis=1)]
-        votes = np.zeros((X.shape[0], n_classes), dtype=np.int64)
+        votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
         k = 0
         for a in range(n_classes):
             for b in range(a + 1, n_classes):
@@ -346,6 +579,17 @@ class BaseSVMClassifier(ClassifierMixin, BaseEstimator):
                 votes[~pos, b] += 1
                 k += 1
         return self.classes_[np.argmax(votes, axis=1)]
+
+    def predict(self, X):
+        """Class labels: the sign for two classes, one-vs-one voting otherwise
+        (ties go to the class listed first, as in LIBSVM), or the arg-max of the
+        one-vs-rest scores when ``break_ties=True``.  With
+        ``predict_from_proba=True``: ``argmax(predict_proba(X))``."""
+        X = self._validate_for_predict(X)
+        dec = self._ovo_decision(X)
+        if self.predict_from_proba and self.probability and self._has_proba():
+            return self.classes_[np.argmax(self._proba_from_ovo(dec), axis=1)]
+        return self._predict_from_ovo(dec)
 
     # ---------------------------------------------------------- properties
     @property
@@ -393,7 +637,10 @@ class SVC(BaseSVMClassifier):
     coef0 : float, default=0.0
     shrinking : bool, default=True
     probability : bool, default=False
-        Not available yet.
+        Fit Platt sigmoids on 5-fold cross-validated decision values (inside
+        ``fit``, about five extra fits per binary problem) to enable
+        ``predict_proba`` / ``predict_log_proba`` (attributes ``probA_``,
+        ``probB_``); see :mod:`maxmargin.probability`.
     tol : float, default=1e-3
         Stopping tolerance on the maximal KKT violation.
     cache_size : float, default=200
@@ -406,10 +653,18 @@ class SVC(BaseSVMClassifier):
     decision_function_shape : {'ovr', 'ovo'}, default='ovr'
     break_ties : bool, default=False
     random_state : int, RandomState or None, default=None
+        Seeds the folds of the probability cross-validation (``probability=True``):
+        the same integer gives the same probabilities.
     formulation : str, default='l1'
         See :data:`maxmargin.formulations.FORMULATIONS`.
-    solver : str, default='smo'
-        See :data:`maxmargin.formulations.SOLVERS`.
+    solver : str, default='auto'
+        See :data:`maxmargin.formulations.SOLVERS`. ``'auto'`` takes the batched
+        working-set solver for binary problems of 2000 points or more and SMO
+        below (the natural solver for 'l2-simplex' and 'zero-one').
+    solver_options : dict or None, default=None
+        Options of the chosen solver or bias rule, passed through to
+        :func:`maxmargin.formulations.fit_binary` (for example
+        ``{'step': '2/(t+2)'}`` for Frank-Wolfe, ``{'bias': 'notebook'}``).
     sigma : float or None, default=None
         Gaussian width; when given, ``gamma = 1 / (2 sigma**2)`` and ``gamma`` is ignored.
     callback : callable or None, default=None
@@ -417,22 +672,41 @@ class SVC(BaseSVMClassifier):
         subproblem, n_subproblems, elapsed); returning False stops the fit.
     time_limit : float or None, default=None
         Seconds per binary problem after which the solver stops.
+    warm_start : bool, default=False
+        Start each binary problem from the previous fit's multipliers (same
+        training rows and classes), scaled by ``C_new / C_old`` and made feasible:
+        and the kernel rows computed by the previous fit are kept (at most
+        ``cache_size`` MB, on the estimator, never pickled) and reused while data
+        and kernel stay the same: a grid over C costs far less than independent
+        fits (gamma changes reuse the multipliers only).  Other training rows or
+        classes fall back to a cold start.
+    predict_from_proba : bool, default=False
+        With ``probability=True``: ``predict`` returns ``argmax(predict_proba)``,
+        so the two always agree (by default ``predict`` votes on the decision
+        values, as LIBSVM does; :mod:`maxmargin.probability` says when they differ).
 
     Attributes
     ----------
     support_, support_vectors_, n_support_, dual_coef_, intercept_, classes_,
-    coef_ (linear kernel), n_iter_, fit_status_, shape_fit_ :
-        as in scikit-learn.
+    coef_ (linear kernel), n_iter_, fit_status_, shape_fit_, probA_, probB_ :
+        as in scikit-learn (``probA_``/``probB_``: one sigmoid per one-vs-one pair,
+        ``P(first class) = 1/(1 + exp(A d + B))`` of the pair's decision value
+        ``d``, positive for its first class; empty without ``probability``).
     objective_ : ndarray (n_pairs,)
         Dual objective value of each binary problem (a minimum).
     margin_ : ndarray (n_pairs,)
-        Geometric margin ``1/||w||`` in feature space of each binary problem.
+        Minimal geometric margin of each binary problem, by the formula of its
+        formulation (seed 002): ``1/||w||`` for the hard margin,
+        ``(1 - max_i xi_i)/||w|| = min_i y_i f(x_i)/||w||`` for soft margins
+        (negative when the training data is not separated).
+    w_norm_ : ndarray (n_pairs,)
+        ``||w||`` in feature space; ``1/w_norm_`` is the half-width of the margin band.
     loo_bound_ : float
         #SV / n, the leave-one-out error bound (seed 002).
     duality_gap_ : ndarray (n_pairs,)
         Duality gap where the solver computes one, else NaN.
     train_error_ : float
-        Fraction of training points misclassified.
+        Fraction of training points misclassified (by the voting rule).
     fit_time_ : float
         Seconds spent in ``fit``.
     """
@@ -440,7 +714,8 @@ class SVC(BaseSVMClassifier):
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability=False, tol=1e-3, cache_size=200, class_weight=None, verbose=False,
                  max_iter=-1, decision_function_shape="ovr", break_ties=False, random_state=None,
-                 formulation="l1", solver="smo", sigma=None, callback=None, time_limit=None):
+                 formulation="l1", solver="auto", sigma=None, callback=None, time_limit=None,
+                 warm_start=False, predict_from_proba=False, solver_options=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -461,3 +736,161 @@ class SVC(BaseSVMClassifier):
         self.sigma = sigma
         self.callback = callback
         self.time_limit = time_limit
+        self.warm_start = warm_start
+        self.predict_from_proba = predict_from_proba
+        self.solver_options = solver_options
+
+    def _check_box_params(self):
+        _check_positive("C", self.C)
+        _check_bool("warm_start", self.warm_start)
+        formulations.check_pair(self.formulation, self.solver)
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValueError(f"solver_options must be a dict or None, got {self.solver_options!r}")
+
+    def _upper_bounds(self, weights):
+        return self.C * weights
+
+    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
+        if alpha0 is not None:
+            options = dict(options, alpha0=alpha0)
+        if self.solver_options:
+            options = dict(options, **self.solver_options)
+        return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, **options)
+
+    def _fold_problem(self, X, y, bounds, kern, train):
+        if self.formulation != "l1" or self.solver != "smo":
+            return None  # other formulations and solvers: through formulations.fit_binary
+        m = train.shape[0]
+        return DualProblem(X=X, kernel=kern, y=y[train], p=-np.ones(m), upper=bounds[train].copy(),
+                           index=train.astype(np.int64), shift=np.zeros(m))
+
+    def _fit_fold_problem(self, problem, options, alpha0):
+        if alpha0 is not None:
+            problem.alpha0 = np.asarray(alpha0, dtype=np.float64)
+        sol = smo.solve(problem, **options)  # 'l1' + 'smo': the same solution and rho as fit_binary
+        return formulations.BinaryFit(alpha=sol.alpha, rho=float(sol.rho), objective=float(sol.objective),
+                                      n_iter=int(sol.n_iter), violation=float(sol.violation),
+                                      converged=bool(sol.converged), status=sol.status)
+
+
+class NuSVC(BaseSVMClassifier):
+    r"""nu-support vector classification (Schoelkopf et al. 2000), LIBSVM's way.
+
+    Each one-vs-one problem solves (:mod:`maxmargin.problem.nu_svc_problem`)
+
+    .. math::
+
+        \min_\alpha \tfrac12\alpha^TQ\alpha \quad\text{s.t.}\quad
+        \sum_{y_i=+1}\alpha_i = \sum_{y_i=-1}\alpha_i = \tfrac{\nu}{2}\sum_i w_i,\;
+        0 \le \alpha_i \le w_i
+
+    (:math:`w_i` = sample weight times class weight, 1 by default) with the
+    nu-variant of SMO (two equality constraints, see
+    :mod:`maxmargin.solvers.smo`); dividing :math:`\alpha` and :math:`\rho` by the
+    solver's :math:`r` gives the C-SVC solution with :math:`C = 1/r`, which is what
+    ``dual_coef_`` / ``intercept_`` hold (as in LIBSVM and scikit-learn).  ``nu``
+    is an upper bound on the fraction of margin errors and a lower bound on the
+    fraction of support vectors.  It is feasible for classes :math:`a, b` only if
+    :math:`\nu \le 2\min(n_a, n_b)/(n_a + n_b)` (weighted counts); otherwise
+    ``fit`` raises ValueError.
+
+    Parameters
+    ----------
+    nu : float in (0, 1], default=0.5
+    kernel, degree, gamma, coef0, shrinking, probability, tol, cache_size, verbose,
+    max_iter, decision_function_shape, break_ties, random_state, sigma, callback,
+    time_limit, predict_from_proba :
+        as in :class:`SVC`.
+    class_weight : dict or 'balanced', default=None
+        Multiplies the bounds (the weights :math:`w_i`) per class.  Unlike
+        scikit-learn's NuSVC, which accepts and ignores it, the weights are used.
+
+    Attributes
+    ----------
+    As :class:`SVC`; ``objective_`` is the C-SVC dual objective of the rescaled
+    solution (LIBSVM's ``obj / r^2``).
+    """
+
+    def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
+                 probability=False, tol=1e-3, cache_size=200, class_weight=None, verbose=False,
+                 max_iter=-1, decision_function_shape="ovr", break_ties=False, random_state=None,
+                 sigma=None, callback=None, time_limit=None, predict_from_proba=False):
+        self.nu = nu
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
+        self.sigma = sigma
+        self.callback = callback
+        self.time_limit = time_limit
+        self.predict_from_proba = predict_from_proba
+
+    def _check_box_params(self):
+        _check_nu(self.nu)
+
+    def _upper_bounds(self, weights):
+        return np.asarray(weights, dtype=np.float64)
+
+    def _check_feasible(self, members, bounds, pairs):
+        def label(c):
+            return repr(c.item() if hasattr(c, "item") else c)
+
+        for (rows, ysub), (ca, cb) in zip(members, pairs):
+            wa = float(bounds[rows][ysub > 0].sum())
+            wb = float(bounds[rows][ysub < 0].sum())
+            limit = 2.0 * min(wa, wb) / (wa + wb)
+            if self.nu > limit * (1 + 1e-12):
+                raise ValueError(
+                    f"nu={self.nu!r} is infeasible for classes {label(ca)} and {label(cb)}: nu-SVC needs "
+                    f"nu <= 2 min(n_a, n_b) / (n_a + n_b) = {limit:.6g} (weighted class sizes {wa:g} and {wb:g})"
+                )
+
+    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
+        if alpha0 is not None:  # pragma: no cover - NuSVC has no warm start
+            raise ValueError("NuSVC does not take a starting point")
+        problem = nu_svc_problem(X, kern, y, self.nu, bounds)
+        return self._fit_fold_problem(problem, options, None, details=True)
+
+    def _fold_problem(self, X, y, bounds, kern, train):
+        problem = nu_svc_problem(X, kern, y[train], self.nu, bounds[train])
+        problem.index = train.astype(np.int64)
+        return problem
+
+    def _fit_fold_problem(self, problem, options, alpha0, details=False):
+        """Solve a nu-SVC problem from LIBSVM's start and rescale the solution by 1/r."""
+        y = problem.y
+        sol = smo.solve(problem, **options)
+        r = float(sol.extra["r"])
+        if not r > 0:
+            raise ValueError(
+                f"nu-SVC found no margin (r = {r:.3g}) for nu={self.nu!r}: the classes overlap completely "
+                "for this nu; use a smaller nu"
+            )
+        alpha = sol.alpha / r
+        rho = sol.rho / r
+        obj = sol.objective / (r * r)
+        fit = formulations.BinaryFit(
+            alpha=alpha, rho=float(rho), objective=float(obj), n_iter=int(sol.n_iter),
+            violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,
+            extra=dict(sol.extra, r=r), formulation="nu", solver="smo",
+        )
+        if details:
+            s_train = y * (sol.grad - problem.p) / r  # sum_j alpha_j y_j K_ij at the training rows
+            decision = s_train - rho
+            w_norm = float(np.sqrt(max(2.0 * obj, 0.0)))
+            margin = formulations.margin_from_definition(w_norm, y, decision) if w_norm > 0 else np.inf
+            if getattr(problem.kernel, "name", "") == "linear":
+                fit.w = np.asarray(problem.X.T @ (alpha * y)).ravel()
+            fit.margin = margin
+            fit.extra.update(w_norm=w_norm, margin=margin, train_decision=decision)
+        return fit

@@ -33,14 +33,50 @@ says they will stay there; their gradient is rebuilt from
 :math:`\bar G_t = \sum_{j:\alpha_j = U_j} U_j Q_{tj}` before the solver stops.
 Kernel rows come through a bounded LRU cache of ``cache_size`` MB.
 
+The nu-variant (``problem.nu_constraints``; LIBSVM's ``Solver_NU``, for nu-SVC
+and nu-SVR) keeps *two* equality constraints,
+:math:`\sum_{y_t=+1}\alpha_t = s_+` and :math:`\sum_{y_t=-1}\alpha_t = s_-`
+(the sums of the feasible start ``alpha0``).  A step may then only move two
+variables of the same class, so the selection runs within each class
+:math:`c \in \{+1, -1\}`: :math:`m_c = \max_{t \in I_{up}, y_t = c} -y_tG_t`
+with its arg-max :math:`i_c`, and :math:`j` minimises :math:`-b_{i_ct}^2/a_{i_ct}`
+over :math:`t \in I_{low}` with :math:`b_{i_ct} = m_{y_t} + y_tG_t > 0`; then
+:math:`i = i_{y_j}`.  It stops when
+:math:`\max_c (m_c - M_c) < \text{tol}` (each class's own violation).  Shrinking
+uses the per-class bounds the same way.  At the end each class gives its own
+offset :math:`r_c` (mean of :math:`G_t` over its free variables, else the middle of
+the interval its bounded variables allow) and
+:math:`\rho = (r_+ - r_-)/2`, :math:`r = (r_+ + r_-)/2` (``Solution.extra['r']``):
+nu-SVC divides :math:`\alpha` and :math:`\rho` by :math:`r`; for nu-SVR
+:math:`\varepsilon = -r`.
+
 The hot loop is compiled with Numba; it runs in chunks so that Python can show
 progress, call a callback and honour a time limit between chunks.
+
+Around the loop (issue 4):
+
+* the gradient at a nonzero start (warm starts, the feasible starts of nu-SVC,
+  nu-SVR and one-class) is computed by kernel *blocks* (:func:`init_gradient`),
+  not row by row;
+* problems with several variables per data row (SVR: ``n_var > n_data``) always
+  fetch whole kernel rows, as LIBSVM does;
+* the active list is kept sorted after each shrinking step, so the loops walk
+  every array forwards (about twice as fast on large problems);
+* small dense problems run with single-threaded BLAS (:func:`_blas_limit`);
+* a :class:`KernelRowPool` made current with :func:`kernel_row_pool` keeps
+  kernel-row caches between runs on the same data (warm starts, the folds of the
+  probability cross-validation).
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
 from ._kernel_rows import RowCache, get_row, kernel_data, kernel_diag
@@ -117,6 +153,95 @@ def _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
 
 
 @njit(cache=True)
+def _select_nu(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+               rows, slot_of, row_of, stamp, full, epoch_of, counters,
+               kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol):
+    """WSS3 within each class (nu-variant). Returns (i, j, violation); j = -1 when optimal."""
+    gmaxp = -INF  # class +1: max over I_up of -y G
+    gmaxn = -INF  # class -1
+    ip = -1
+    jn = -1
+    for k in range(m):
+        t = active[k]
+        if y[t] > 0:
+            if alpha[t] < U[t]:
+                v = -G[t]
+                if v >= gmaxp:
+                    gmaxp = v
+                    ip = t
+        else:
+            if alpha[t] > 0.0:
+                v = G[t]
+                if v >= gmaxn:
+                    gmaxn = v
+                    jn = t
+    if ip >= 0:
+        Kp = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                     kidx[ip], all_active, act_data, m)
+    else:
+        Kp = QD  # never read
+    if jn >= 0:
+        Kn = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                     kidx[jn], all_active, act_data, m)
+    else:
+        Kn = QD  # never read
+    gmaxp2 = -INF
+    gmaxn2 = -INF
+    j = -1
+    best = INF
+    for k in range(m):
+        t = active[k]
+        if y[t] > 0:
+            if alpha[t] > 0.0:
+                v = G[t]
+                if v > gmaxp2:
+                    gmaxp2 = v
+                b = gmaxp + v
+                if ip >= 0 and b > 0.0:
+                    a = QD[ip] + QD[t] - 2.0 * Kp[kidx[t]]
+                    if a <= 0.0:
+                        a = TAU
+                    obj = -(b * b) / a
+                    if obj <= best:
+                        best = obj
+                        j = t
+        else:
+            if alpha[t] < U[t]:
+                v = -G[t]
+                if v > gmaxn2:
+                    gmaxn2 = v
+                b = gmaxn + v
+                if jn >= 0 and b > 0.0:
+                    a = QD[jn] + QD[t] - 2.0 * Kn[kidx[t]]
+                    if a <= 0.0:
+                        a = TAU
+                    obj = -(b * b) / a
+                    if obj <= best:
+                        best = obj
+                        j = t
+    viol = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
+    if viol < tol or j == -1:
+        return -1, -1, max(viol, 0.0)
+    i = ip if y[j] > 0 else jn
+    return i, j, viol
+
+
+@njit(cache=True)
+def _select_any(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol, nu):
+    if nu:
+        return _select_nu(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                          rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                          kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol)
+    return _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                   rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                   kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol)
+
+
+@njit(cache=True)
 def _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                  rows, slot_of, row_of, stamp, full, epoch_of, counters,
                  kidx, y, p, U, alpha, G, Gbar, active, act_data, m):
@@ -149,27 +274,44 @@ def _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
 @njit(cache=True)
 def _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
             rows, slot_of, row_of, stamp, full, epoch_of, counters,
-            kidx, y, p, U, alpha, G, Gbar, active, act_data, state, tol):
-    """LIBSVM's shrinking heuristic; unshrinks once near the end."""
+            kidx, y, p, U, alpha, G, Gbar, active, act_data, state, tol, nu):
+    """LIBSVM's shrinking heuristic; unshrinks once near the end.
+
+    Per class c: A_c = max{-G_t : y_t = c, alpha_t < U_t}, B_c = max{G_t : y_t = c,
+    alpha_t > 0}.  The standard problem bounds with m = max(A_+, B_-) and
+    M = max(B_+, A_-) for both classes; the nu-variant bounds each class by its own
+    (A_c, B_c).  A variable at its upper bound with -G_t above its class's "up"
+    bound, or at zero with G_t above its "low" bound, is set aside.
+    """
     n_var = y.shape[0]
     m = state[0]
-    gmax1 = -INF
-    gmax2 = -INF
+    a_pos = -INF
+    b_pos = -INF
+    a_neg = -INF
+    b_neg = -INF
     for k in range(m):
         t = active[k]
-        up = alpha[t] >= U[t]
-        low = alpha[t] <= 0.0
-        if y[t] > 0:
-            if not up and -G[t] > gmax1:
-                gmax1 = -G[t]
-            if not low and G[t] > gmax2:
-                gmax2 = G[t]
-        else:
-            if not up and -G[t] > gmax2:
-                gmax2 = -G[t]
-            if not low and G[t] > gmax1:
-                gmax1 = G[t]
-    if state[1] == 0 and gmax1 + gmax2 <= tol * 10.0:
+        if alpha[t] < U[t]:
+            if y[t] > 0:
+                if -G[t] > a_pos:
+                    a_pos = -G[t]
+            elif -G[t] > a_neg:
+                a_neg = -G[t]
+        if alpha[t] > 0.0:
+            if y[t] > 0:
+                if G[t] > b_pos:
+                    b_pos = G[t]
+            elif G[t] > b_neg:
+                b_neg = G[t]
+    if nu:
+        up_pos, up_neg, low_pos, low_neg = a_pos, a_neg, b_pos, b_neg
+        gap = max(a_pos + b_pos, a_neg + b_neg)
+    else:
+        gmax1 = max(a_pos, b_neg)
+        gmax2 = max(b_pos, a_neg)
+        up_pos, up_neg, low_pos, low_neg = gmax1, gmax2, gmax2, gmax1
+        gap = gmax1 + gmax2
+    if state[1] == 0 and gap <= tol * 10.0:
         state[1] = 1
         _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                      rows, slot_of, row_of, stamp, full, epoch_of, counters,
@@ -182,19 +324,17 @@ def _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
     k = 0
     while k < m:
         t = active[k]
-        up = alpha[t] >= U[t]
-        low = alpha[t] <= 0.0
         shrink = False
-        if up:
+        if alpha[t] >= U[t]:
             if y[t] > 0:
-                shrink = -G[t] > gmax1
+                shrink = -G[t] > up_pos
             else:
-                shrink = -G[t] > gmax2
-        elif low:
+                shrink = -G[t] > up_neg
+        elif alpha[t] <= 0.0:
             if y[t] > 0:
-                shrink = G[t] > gmax2
+                shrink = G[t] > low_pos
             else:
-                shrink = G[t] > gmax1
+                shrink = G[t] > low_neg
         if shrink:
             m -= 1
             active[k] = active[m]
@@ -203,38 +343,68 @@ def _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
             act_data[m] = kidx[t]
         else:
             k += 1
+    # keep the active list in increasing order: the loops over it then walk every array
+    # forwards, which the memory prefetcher follows (swaps leave it scrambled)
+    active[:m].sort()
+    for k in range(m):
+        act_data[k] = kidx[active[k]]
     state[0] = m
 
 
-@njit(cache=True)
-def _init_gradient(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                   rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                   kidx, y, p, U, shift, alpha, G, Gbar, act_data):
+#: columns (support vectors) per kernel block when the starting gradient is computed
+INIT_BLOCK_COLS = 2048
+
+
+def init_gradient(problem, alpha, y, p, U, shift, kidx):
+    r"""Gradient :math:`G = Q\alpha + p` and :math:`\bar G_t = \sum_{j:\alpha_j = U_j} U_jQ_{tj}` at
+    the starting point, by kernel *blocks* (BLAS-3 matrix products of
+    :meth:`maxmargin.kernels.Kernel.mmv`) between all data rows and the rows of the
+    nonzero multipliers, never one kernel row at a time.
+
+    With :math:`c_r = \sum_{j: k(j) = r} y_j\alpha_j` per data row :math:`r`:
+    :math:`G_t = p_t + s_t\alpha_t + y_t\,(Kc)_{k(t)}`, and the same with
+    :math:`U_j` over the bounded :math:`j` for :math:`\bar G` (plus :math:`U_ts_t` on its
+    own diagonal).  Warm starts and the nonzero starts of nu-SVC, nu-SVR and
+    one-class problems need this; a zero start costs nothing.
+    """
     n_var = y.shape[0]
-    for t in range(n_var):
-        G[t] = p[t] + shift[t] * alpha[t]
-        Gbar[t] = 0.0
-    for j in range(n_var):
-        if alpha[j] != 0.0:
-            Kj = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                         rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                         kidx[j], True, act_data, n_var)
-            c = y[j] * alpha[j]
-            for t in range(n_var):
-                G[t] += y[t] * c * Kj[kidx[t]]
-            if alpha[j] >= U[j]:
-                cu = y[j] * U[j]
-                for t in range(n_var):
-                    Gbar[t] += y[t] * cu * Kj[kidx[t]]
-                Gbar[j] += U[j] * shift[j]
+    G = p + shift * alpha
+    Gbar = np.zeros(n_var)
+    nz = alpha != 0
+    if not nz.any():
+        return G, Gbar
+    at_up = alpha >= U
+    n_data = problem.X.shape[0]
+    coef = np.zeros((n_data, 2))
+    np.add.at(coef[:, 0], kidx[nz], (y * alpha)[nz])
+    np.add.at(coef[:, 1], kidx[at_up], (y * U)[at_up])
+    rows = np.flatnonzero(np.any(coef != 0, axis=1))
+    kernel, X = problem.kernel, problem.X
+    s = np.zeros((n_data, 2))
+    if kernel.code == 4 and getattr(kernel, "name", "") != "callable":  # precomputed: X is the Gram matrix
+        Xr = X[:, rows]
+        s = np.asarray(Xr @ coef[rows])
+    else:
+        for start in range(0, rows.shape[0], INIT_BLOCK_COLS):
+            cols = rows[start:start + INIT_BLOCK_COLS]
+            s += kernel.mmv(X, X[cols], coef[cols])
+    G += y * s[kidx, 0]
+    Gbar += y * s[kidx, 1]
+    Gbar[at_up] += U[at_up] * shift[at_up]
+    return G, Gbar
 
 
 @njit(cache=True)
 def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
          rows, slot_of, row_of, stamp, full, epoch_of, counters,
          kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate,
-         tol, max_steps, shrinking):
+         tol, max_steps, shrinking, nu, full_rows):
     """Up to ``max_steps`` SMO steps. Returns 0 when optimal, 1 otherwise.
+
+    ``nu`` selects the nu-variant (two equality constraints, pairs within a class).
+    ``full_rows`` makes every kernel row whole even while variables are shrunk
+    (LIBSVM's choice for SVR, where two variables share each data row: a partial
+    row would list data rows twice, and whole rows stay valid across unshrinking).
 
     ``state`` = [active size, unshrunk flag, shrink counter, iterations];
     ``fstate[0]`` receives the current violation.
@@ -248,11 +418,12 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                 state[2] = min(n_var, 1000)
                 _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                         rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                        kidx, y, p, U, alpha, G, Gbar, active, act_data, state, tol)
+                        kidx, y, p, U, alpha, G, Gbar, active, act_data, state, tol, nu)
         m = state[0]
-        i, j, viol = _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                             rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                             kidx, y, U, QD, alpha, G, active, act_data, m, m == n_var, tol)
+        i, j, viol = _select_any(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                                 rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                                 kidx, y, U, QD, alpha, G, active, act_data, m, full_rows or m == n_var, tol,
+                                 nu)
         fstate[0] = viol
         if j < 0:
             if m < n_var:
@@ -265,16 +436,16 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                 m = n_var
                 state[0] = m
                 counters[1] += 1
-                i, j, viol = _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                                     kidx, y, U, QD, alpha, G, active, act_data, m, True, tol)
+                i, j, viol = _select_any(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
+                                         rows, slot_of, row_of, stamp, full, epoch_of, counters,
+                                         kidx, y, U, QD, alpha, G, active, act_data, m, True, tol, nu)
                 fstate[0] = viol
                 if j < 0:
                     return 0
                 state[2] = 1
             else:
                 return 0
-        all_active = m == n_var
+        all_active = full_rows or m == n_var
         Ki = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                      rows, slot_of, row_of, stamp, full, epoch_of, counters,
                      kidx[i], all_active, act_data, m)
@@ -386,24 +557,79 @@ def compute_rho(y, G, alpha, U):
     return 0.0
 
 
+def _shift_mass(a, upper, mask, amount):
+    """Add ``amount`` (may be negative) to ``sum(a[mask])`` within the box, or None if
+    impossible.  Removing takes from each variable in proportion to its value (zeros
+    stay zero); adding fills the nonzero variables first, in proportion to their room
+    to the upper bound, and only then the zero ones, so a sparse start stays sparse."""
+    if amount < 0:
+        room = np.where(mask, a, 0.0)
+        total = room.sum()
+        if total < -amount * (1 - 1e-12):
+            return None
+        return np.maximum(a - room * min(1.0, -amount / total), 0.0)
+    for sel in (mask & (a > 0), mask):
+        room = np.where(sel, upper - a, 0.0)
+        inf = np.isinf(room)
+        if inf.any():
+            return a + np.where(inf, amount / inf.sum(), 0.0)
+        total = room.sum()
+        if total >= amount * (1 - 1e-12):
+            return np.minimum(a + room * min(1.0, amount / total), upper)
+        if sel is mask:
+            return None
+        a = a + room  # the nonzero ones to their bounds, the rest from the zero ones
+        amount -= total
+    return None  # pragma: no cover
+
+
 def initial_alpha(problem):
-    """Zeros, or the problem's warm start clipped into the box."""
+    r"""The starting point: zeros, or the problem's ``alpha0`` clipped into the box
+    with its equality constraint(s) restored.
+
+    Standard problem: after clipping, :math:`y^T\alpha = \Delta` is restored by
+    taking the excess from the side that has too much (in proportion to the
+    multipliers, so zeros stay zero), or, where that side cannot give it, by adding
+    to the other side (see :func:`_shift_mass`).
+    nu-variant: ``alpha0`` is required (its class sums :math:`s_\pm` *are* the two
+    constraints); after clipping, each class sum is restored the same way within
+    the class.
+    """
     n = problem.n_var
     if problem.alpha0 is None:
+        if problem.nu_constraints:
+            raise ValueError("a problem with nu_constraints needs a feasible alpha0 "
+                             "(its class sums are the two equality constraints)")
         if problem.delta != 0:
             raise ValueError("a problem with delta != 0 needs a feasible alpha0")
         return np.zeros(n)
-    a = np.clip(np.asarray(problem.alpha0, dtype=np.float64), 0.0, problem.upper)
-    if a.shape != (n,):
-        raise ValueError(f"alpha0 has shape {a.shape}, expected ({n},)")
-    # restore y'a = delta after clipping by moving free mass on one side
-    r = problem.delta - problem.y @ a
-    if abs(r) > 1e-12 * max(1.0, np.abs(a).sum()):
-        side = np.sign(r) * problem.y > 0
-        room = np.where(side, problem.upper - a, 0.0)
-        if room.sum() < abs(r):
+    a0 = np.asarray(problem.alpha0, dtype=np.float64)
+    if a0.shape != (n,):
+        raise ValueError(f"alpha0 has shape {a0.shape}, expected ({n},)")
+    if not np.all(np.isfinite(a0)):
+        raise ValueError("alpha0 must be finite")
+    upper = np.asarray(problem.upper, dtype=np.float64)
+    y = problem.y
+    a = np.clip(a0, 0.0, upper)
+    if problem.nu_constraints:
+        for c in (1.0, -1.0):
+            mask = y == c
+            target = float(np.clip(a0[mask].sum(), 0.0, upper[mask].sum()))
+            r = target - a[mask].sum()
+            if abs(r) > 1e-12 * max(1.0, target):
+                a = _shift_mass(a, upper, mask, r)
+                if a is None:
+                    _fail_alpha0()
+        return a
+    r = problem.delta - y @ a
+    if abs(r) > 1e-12 * max(1.0, np.abs(a).sum(), abs(problem.delta)):
+        # prefer taking mass from the side in excess (keeps zeros at zero), else add to the other
+        fixed = _shift_mass(a, upper, np.sign(r) * y < 0, -abs(r))
+        if fixed is None:
+            fixed = _shift_mass(a, upper, np.sign(r) * y > 0, abs(r))
+        if fixed is None:
             return np.zeros(n) if problem.delta == 0 else _fail_alpha0()
-        a = a + np.where(side, room * (abs(r) / room.sum()), 0.0)
+        a = fixed
     return a
 
 
@@ -411,13 +637,127 @@ def _fail_alpha0():
     raise ValueError("the warm start alpha0 cannot be made feasible")
 
 
+def compute_rho_nu(y, G, alpha, U):
+    """Offsets of the nu-variant: per class c, r_c is the mean of ``G_t`` over its
+    free variables, else the middle of [max G at the upper bound, min G at zero];
+    returns ``(rho, r) = ((r_+ - r_-)/2, (r_+ + r_-)/2)`` (LIBSVM's Solver_NU)."""
+    rs = []
+    for c in (1.0, -1.0):
+        cls = y == c
+        at_up = cls & (alpha >= U)
+        at_low = cls & (alpha <= 0)
+        free = cls & ~(alpha >= U) & ~(alpha <= 0)
+        if free.any():
+            rs.append(float(G[free].mean()))
+            continue
+        ub = G[at_low].min() if at_low.any() else np.inf
+        lb = G[at_up].max() if at_up.any() else -np.inf
+        if np.isfinite(ub) and np.isfinite(lb):
+            rs.append(float((ub + lb) / 2))
+        elif np.isfinite(ub):
+            rs.append(float(ub))
+        elif np.isfinite(lb):
+            rs.append(float(lb))
+        else:
+            rs.append(0.0)
+    r1, r2 = rs
+    return (r1 - r2) / 2, (r1 + r2) / 2
+
+
+class KernelRowPool:
+    """Kernel-row caches kept alive between solver runs (used by warm starts).
+
+    A grid over C solves the same kernel matrix again and again; with a pool active
+    (:func:`kernel_row_pool`), a run on the same data, kernel and ``cache_size``
+    as an earlier one takes over its :class:`RowCache` (and compiled data arrays),
+    so its kernel rows are not computed twice.  The key is a fingerprint of the
+    data (BLAKE2 of its bytes), the kernel's code and parameters, and the cache
+    size; a callable kernel is never pooled.  At most ``budget_mb`` MB are kept:
+    when a new cache does not fit, caches not used since :meth:`new_generation`
+    (the estimator calls it at each fit) are dropped first; if it still does not
+    fit, it is not kept.
+    """
+
+    def __init__(self, budget_mb):
+        self.budget = float(budget_mb) * 1024 * 1024
+        self.entries = OrderedDict()  # key -> [kernel data, RowCache, generation last used]
+        self.generation = 0
+
+    def new_generation(self):
+        self.generation += 1
+
+    def nbytes(self):
+        return sum(e[1].rows.nbytes for e in self.entries.values())
+
+    def lookup(self, key):
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        entry[2] = self.generation
+        self.entries.move_to_end(key)
+        return entry[0], entry[1]
+
+    def store(self, key, kd, cache):
+        need = cache.rows.nbytes
+        if self.nbytes() + need > self.budget:
+            for k in [k for k, e in self.entries.items() if e[2] < self.generation]:
+                del self.entries[k]
+                if self.nbytes() + need <= self.budget:
+                    break
+        if self.nbytes() + need <= self.budget:
+            self.entries[key] = [kd, cache, self.generation]
+
+
+_POOL = threading.local()
+
+
+@contextlib.contextmanager
+def kernel_row_pool(pool):
+    """Within this block, :func:`solve` takes and leaves kernel-row caches in ``pool``
+    (a :class:`KernelRowPool`, or None for no pooling)."""
+    previous = getattr(_POOL, "pool", None)
+    _POOL.pool = pool
+    try:
+        yield pool
+    finally:
+        _POOL.pool = previous
+
+
+def _pool_key(problem, cache_size):
+    kernel = problem.kernel
+    if getattr(kernel, "name", "") == "callable":
+        return None
+    X = problem.X
+    h = hashlib.blake2b(digest_size=20)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        for a in (X.data, X.indices, X.indptr):
+            h.update(np.ascontiguousarray(a).view(np.uint8).ravel())
+    else:
+        h.update(np.ascontiguousarray(X, dtype=np.float64).view(np.uint8).ravel())
+    return (h.hexdigest(), tuple(X.shape), sp.issparse(X), int(kernel.code), tuple(map(float, kernel.params)),
+            float(cache_size))
+
+
 class SolverState:
     """Arrays of one SMO run (kept between chunks)."""
 
     def __init__(self, problem, cache_size):
-        self.kd = kernel_data(problem.X, problem.kernel)
+        pool = getattr(_POOL, "pool", None)
+        key = _pool_key(problem, cache_size) if pool is not None else None
+        found = pool.lookup(key) if key is not None else None
         n_data = problem.X.shape[0]
-        self.cache = RowCache(n_data, cache_size)
+        if found is not None:
+            self.kd, self.cache = found
+            self.cache.counters[1] += 1  # a new run: partial rows of the last one are stale
+        else:
+            self.kd = kernel_data(problem.X, problem.kernel)
+            self.cache = RowCache(n_data, cache_size)
+            if key is not None:
+                pool.store(key, self.kd, self.cache)
+        self.counters0 = self.cache.counters.copy()
+        # several variables per data row (SVR): serve whole rows only
+        self.full_rows = problem.n_var > n_data
         self.kidx = np.ascontiguousarray(problem.index, dtype=np.int64)
         self.y = np.ascontiguousarray(problem.y, dtype=np.float64)
         self.p = np.ascontiguousarray(problem.p, dtype=np.float64)
@@ -438,6 +778,29 @@ class SolverState:
     def kargs(self):
         kd = self.kd
         return (kd.code, kd.kp, kd.X, kd.data, kd.indices, kd.indptr, kd.sqn, kd.sparse, kd.work) + self.cache.arrays()
+
+
+#: dense data with at most this many entries (n_rows * n_features) is solved with single-threaded
+#: BLAS: each kernel row is one small matrix-vector product, and waking BLAS threads for it costs
+#: more than it saves; on a busy machine a descheduled BLAS thread stalls every row by a
+#: scheduler quantum (seen on usps: 1 s instead of 0.02 s per one-vs-one problem).
+SINGLE_THREAD_MAX_ELEMENTS = 1 << 22
+_THREADPOOLS = []
+
+
+def _blas_limit(problem):
+    """A context that limits BLAS to one thread for small dense problems, else a no-op."""
+    X = problem.X
+    if sp.issparse(X) or X.shape[0] * max(X.shape[1], 1) > SINGLE_THREAD_MAX_ELEMENTS:
+        return contextlib.nullcontext()
+    try:
+        if not _THREADPOOLS:
+            from threadpoolctl import ThreadpoolController
+
+            _THREADPOOLS.append(ThreadpoolController())
+        return _THREADPOOLS[0].limit(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - threadpoolctl missing or failing: run as is
+        return contextlib.nullcontext()
 
 
 def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,
@@ -464,11 +827,15 @@ def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,
     callback_info : dict or None
         Extra keys merged into the dict the callback receives.
     """
-    if problem.nu_constraints:
-        raise NotImplementedError("the nu-solver variant is not implemented yet")
+    with _blas_limit(problem):
+        return _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info)
+
+
+def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info):
+    nu = bool(problem.nu_constraints)
     st = SolverState(problem, cache_size)
     ka = st.kargs()
-    _init_gradient(*ka, st.kidx, st.y, st.p, st.U, st.shift, st.alpha, st.G, st.Gbar, st.act_data)
+    st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx)
     t0 = time.perf_counter()
     chunk = 2000
     status = "max_iter"
@@ -481,7 +848,8 @@ def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,
                 break
         tc = time.perf_counter()
         code = _run(*ka, st.kidx, st.y, st.p, st.U, st.QD, st.shift, st.alpha, st.G, st.Gbar,
-                    st.active, st.act_data, st.state, st.fstate, float(tol), int(steps), bool(shrinking))
+                    st.active, st.act_data, st.state, st.fstate, float(tol), int(steps), bool(shrinking), nu,
+                    bool(st.full_rows))
         dt = time.perf_counter() - tc
         elapsed = time.perf_counter() - t0
         if code == 0:
@@ -511,10 +879,15 @@ def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,
     m = int(st.state[0])
     if m < st.y.shape[0]:
         _reconstruct(*ka, st.kidx, st.y, st.p, st.U, st.alpha, st.G, st.Gbar, st.active, st.act_data, m)
-    rho = compute_rho(st.y, st.G, st.alpha, st.U)
+    extra = {}
+    if nu:
+        rho, r = compute_rho_nu(st.y, st.G, st.alpha, st.U)
+        extra["r"] = float(r)
+    else:
+        rho = compute_rho(st.y, st.G, st.alpha, st.U)
     objective = float(0.5 * st.alpha @ (st.G + st.p))
     if verbose:
-        c = st.cache.counters
+        c = st.cache.counters - st.counters0
         print(f"[smo] {status}: iter {int(st.state[3])}, violation {st.fstate[0]:.3e}, objective {objective:.6g}, "
               f"rho {rho:.6g}, cache hits {int(c[2])} misses {int(c[3])}")
     return Solution(
@@ -526,5 +899,6 @@ def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,
         converged=status == "converged",
         grad=st.G,
         status=status,
-        extra={"cache_hits": int(st.cache.counters[2]), "cache_misses": int(st.cache.counters[3])},
+        extra=dict(extra, cache_hits=int(st.cache.counters[2] - st.counters0[2]),
+                   cache_misses=int(st.cache.counters[3] - st.counters0[3])),
     )

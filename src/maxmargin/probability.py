@@ -1,0 +1,285 @@
+r"""Class probabilities for the SVM classifiers: Platt scaling and pairwise coupling.
+
+Binary problems (Platt 2000, in the form of Lin, Lin & Weng 2007)
+-----------------------------------------------------------------
+Each one-vs-one problem of classes :math:`a < b` gets a sigmoid
+
+.. math::
+
+    P(a \mid x) \approx \frac{1}{1 + \exp(A\,d(x) + B)}
+
+of its decision value :math:`d` (positive for :math:`a`).  :math:`(A, B)` minimise
+the cross-entropy
+
+.. math::
+
+    F(A, B) = \sum_i \big[t_i (A d_i + B) + \log(1 + e^{-(A d_i + B)})\big]
+
+on decision values :math:`d_i` that the model did *not* see: five-fold
+cross-validation inside the fit (the folds are a random permutation drawn from
+``random_state``, as in LIBSVM).  The targets are Platt's smoothed labels
+:math:`t_i = (N_+ + 1)/(N_+ + 2)` for class :math:`a` and :math:`1/(N_- + 2)` for
+:math:`b`.  :func:`sigmoid_train` minimises :math:`F` by Newton's method on the
+Hessian :math:`H + \sigma I` (:math:`\sigma = 10^{-12}`) with a backtracking line
+search (sufficient decrease :math:`F(z + s\,d) < F(z) + 10^{-4} s\,\nabla F^Td`,
+halving :math:`s` down to :math:`10^{-10}`), evaluating :math:`\log(1+e^{\pm u})`
+in the overflow-free form of Lin, Lin & Weng; it stops when both partial
+derivatives are below :math:`10^{-5}` or after 100 iterations.
+
+If a training fold holds one class only, its held-out points get the decision
+value +1 (only :math:`a`) or -1 (only :math:`b`), as in LIBSVM.  The classifiers
+pose each fold (for the SMO solver) as a problem over *all* rows of its binary
+problem with ``index`` = the fold's training rows, so the five folds share one
+kernel-row cache (:class:`maxmargin.solvers.smo.KernelRowPool`) and each kernel
+row is computed about once instead of five times.
+
+Several classes (Wu, Lin & Weng 2004, method 2)
+-----------------------------------------------
+With :math:`r_{ab} = P(a \mid a \text{ or } b, x)` from the sigmoids (clipped to
+:math:`[10^{-7}, 1 - 10^{-7}]`, :math:`r_{ba} = 1 - r_{ab}`), the class
+probabilities solve
+
+.. math::
+
+    \min_p \tfrac12 \sum_a\sum_{b \ne a}(r_{ba}p_a - r_{ab}p_b)^2 = p^TQp
+    \quad\text{s.t.}\quad \sum_a p_a = 1,
+
+:math:`Q_{aa} = \sum_{b\ne a} r_{ba}^2`, :math:`Q_{ab} = -r_{ba}r_{ab}`.  For
+:math:`r_{ab} > 0` the optimum is unique and non-negative; :func:`pairwise_coupling`
+solves its optimality system :math:`\begin{bmatrix}Q & e\\ e^T & 0\end{bmatrix}
+\begin{bmatrix}p\\ b\end{bmatrix} = \begin{bmatrix}0\\ 1\end{bmatrix}` for all
+points at once (and falls back to the paper's fixed-point iteration where that
+system is numerically singular).  For two classes :math:`p = (r_{ab}, r_{ba})`.
+
+When ``predict`` and ``argmax(predict_proba)`` disagree
+-------------------------------------------------------
+``predict`` uses the decision values (sign, or one-vs-one votes); the
+probabilities pass them through the fitted sigmoids first.
+
+* Two classes: with the scikit-learn-oriented decision value :math:`f`
+  (positive for ``classes_[1]``), ``predict`` says ``classes_[1]`` iff
+  :math:`f > 0`; the probabilities say it iff :math:`P(\text{classes\_[1]}) =
+  1/(1 + \exp(A f - B)) > 1/2`, i.e. iff :math:`A f < B` (the pair's decision
+  value is :math:`-f`), which is :math:`f > B/A` for the usual :math:`A < 0`.  So
+  they disagree exactly on the points whose :math:`f` lies between 0 and
+  :math:`B/A` (``probB_[0] / probA_[0]``), and on all points with
+  :math:`f \ne B/A` on the "wrong" side if the fitted :math:`A` is positive
+  (cross-validated decision values anti-correlated with the labels).
+* Several classes: additionally, votes count each pair as one whole vote while
+  the coupling weighs the pairs' confidences, and vote ties are broken toward
+  the class listed first; a point can win most votes yet not the largest
+  coupled probability.
+
+``predict_from_proba=True`` on the classifiers makes ``predict`` return
+``argmax(predict_proba)`` (ties toward the class listed first), so the two always
+agree.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .kernels import PRECOMPUTED
+
+#: folds of the internal cross-validation (LIBSVM's value)
+N_FOLDS = 5
+#: pairwise probabilities are clipped into [MIN_PROB, 1 - MIN_PROB]
+MIN_PROB = 1e-7
+
+
+def _log1pexp_terms(u, t):
+    """Sum over i of t_i u_i + log(1 + exp(-u_i)), evaluated without overflow."""
+    pos = u >= 0
+    out = np.where(pos, t * u + np.log1p(np.exp(-np.where(pos, u, 0.0))),
+                   (t - 1.0) * u + np.log1p(np.exp(np.where(pos, 0.0, u))))
+    return float(out.sum())
+
+
+def sigmoid_train(dec, labels, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
+    """Platt's sigmoid ``(A, B)`` for decision values ``dec`` and labels in {+1, -1}
+    (+1: the class whose probability ``1/(1 + exp(A dec + B))`` is modelled).
+
+    Newton's method with backtracking line search (Lin, Lin & Weng 2007); see the
+    module docstring.  Returns floats ``(A, B)``.
+    """
+    dec = np.asarray(dec, dtype=np.float64)
+    labels = np.asarray(labels)
+    prior1 = float(np.sum(labels > 0))
+    prior0 = float(labels.shape[0] - prior1)
+    hi = (prior1 + 1.0) / (prior1 + 2.0)
+    lo = 1.0 / (prior0 + 2.0)
+    t = np.where(labels > 0, hi, lo)
+    A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
+    fval = _log1pexp_terms(dec * A + B, t)
+    for _ in range(max_iter):
+        u = dec * A + B
+        # p = 1/(1+exp(u)), q = 1 - p, both without overflow
+        e = np.exp(-np.abs(u))
+        p = np.where(u >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+        q = 1.0 - p
+        d2 = p * q
+        h11 = sigma + float(dec @ (dec * d2))
+        h22 = sigma + float(d2.sum())
+        h21 = float(dec @ d2)
+        d1 = t - p
+        g1 = float(dec @ d1)
+        g2 = float(d1.sum())
+        if abs(g1) < eps and abs(g2) < eps:
+            break
+        det = h11 * h22 - h21 * h21
+        dA = -(h22 * g1 - h21 * g2) / det
+        dB = -(-h21 * g1 + h11 * g2) / det
+        gd = g1 * dA + g2 * dB
+        step = 1.0
+        while step >= min_step:
+            nA, nB = A + step * dA, B + step * dB
+            nf = _log1pexp_terms(dec * nA + nB, t)
+            if nf < fval + 1e-4 * step * gd:
+                A, B, fval = nA, nB, nf
+                break
+            step /= 2.0
+        if step < min_step:
+            break  # line search failed: keep the last point
+    return float(A), float(B)
+
+
+def sigmoid_predict(dec, A, B):
+    """``1 / (1 + exp(A dec + B))`` without overflow."""
+    u = np.asarray(dec, dtype=np.float64) * A + B
+    e = np.exp(-np.abs(u))
+    return np.where(u >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+
+
+def _coupling_iterative(R, max_iter=None, eps=None):
+    """Wu, Lin & Weng's fixed-point iteration for method 2, all points at once."""
+    n, k, _ = R.shape
+    max_iter = max(100, k) if max_iter is None else max_iter
+    eps = 0.005 / k if eps is None else eps
+    Rt = np.swapaxes(R, 1, 2)  # Rt[:, a, b] = r_ba
+    Q = -Rt * R
+    idx = np.arange(k)
+    Q[:, idx, idx] = (Rt**2).sum(axis=2) - Rt[:, idx, idx] ** 2
+    p = np.full((n, k), 1.0 / k)
+    for _ in range(max_iter):
+        Qp = np.einsum("nab,nb->na", Q, p)
+        pQp = np.einsum("na,na->n", p, Qp)
+        if np.max(np.abs(Qp - pQp[:, None])) < eps:
+            break
+        for a in range(k):
+            diff = (-Qp[:, a] + pQp) / Q[:, a, a]
+            p[:, a] += diff
+            pQp = (pQp + diff * (diff * Q[:, a, a] + 2 * Qp[:, a])) / (1 + diff) ** 2
+            Qp = (Qp + diff[:, None] * Q[:, a, :]) / (1 + diff)[:, None]
+            p /= (1 + diff)[:, None]
+    return p
+
+
+def pairwise_coupling(R):
+    """Class probabilities from pairwise ones (Wu, Lin & Weng 2004, method 2).
+
+    ``R`` has shape (n, k, k) with ``R[:, a, b] = P(a | a or b)`` for ``a != b``
+    (the diagonal is ignored).  Returns (n, k), rows summing to 1.
+    """
+    R = np.asarray(R, dtype=np.float64)
+    n, k, _ = R.shape
+    Rt = np.swapaxes(R, 1, 2)
+    off = ~np.eye(k, dtype=bool)
+    Q = np.where(off, -Rt * R, 0.0)
+    idx = np.arange(k)
+    Q[:, idx, idx] = np.where(off, Rt**2, 0.0).sum(axis=2)
+    M = np.zeros((n, k + 1, k + 1))
+    M[:, :k, :k] = Q
+    M[:, :k, k] = 1.0
+    M[:, k, :k] = 1.0
+    rhs = np.zeros((n, k + 1, 1))
+    rhs[:, k, 0] = 1.0
+    try:
+        p = np.linalg.solve(M, rhs)[:, :k, 0]
+        bad = ~np.all(np.isfinite(p), axis=1) | np.any(p < -1e-8, axis=1)
+    except np.linalg.LinAlgError:
+        p = np.full((n, k), np.nan)
+        bad = np.ones(n, dtype=bool)
+    if bad.any():
+        p[bad] = _coupling_iterative(R[bad])
+    p = np.clip(p, 0.0, None)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def probabilities_from_ovo(dec, probA, probB):
+    """Class probabilities from one-vs-one decision values ``dec`` (n, n_pairs),
+    each positive for the first class of its pair (pairs in the order (0,1), (0,2), ...)."""
+    dec = np.asarray(dec, dtype=np.float64)
+    n, n_pairs = dec.shape
+    k = int(round((1 + np.sqrt(1 + 8 * n_pairs)) / 2))
+    r = np.clip(sigmoid_predict(dec, np.asarray(probA)[None, :], np.asarray(probB)[None, :]),
+                MIN_PROB, 1 - MIN_PROB)
+    if k == 2:
+        return np.column_stack([r[:, 0], 1.0 - r[:, 0]])
+    R = np.full((n, k, k), 0.5)
+    q = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            R[:, a, b] = r[:, q]
+            R[:, b, a] = 1.0 - r[:, q]
+            q += 1
+    return pairwise_coupling(R)
+
+
+# ------------------------------------------------------------------ cross-validation
+def _rows(X, idx):
+    return X[idx]
+
+
+def held_out_decision(X, kernel, train, test, fit, ytrain):
+    """Decision values of a binary fit on rows ``train`` at the rows ``test`` of ``X``
+    (for a precomputed kernel ``X`` is the pair's Gram matrix)."""
+    if fit.alpha is None:  # primal solver, linear kernel
+        return np.asarray(X[test] @ fit.w).ravel() - fit.rho
+    sv = np.flatnonzero(fit.alpha > 0)
+    if sv.size == 0:
+        return np.full(test.shape[0], -fit.rho)
+    coef = fit.alpha[sv] * ytrain[sv]
+    cols = train[sv]
+    if kernel.code == PRECOMPUTED and kernel.name != "callable":
+        K = X[test][:, cols]
+        K = K.toarray() if sp.issparse(K) else np.asarray(K)
+    else:
+        K = kernel(X[test], X[cols])
+    return K @ coef - fit.rho
+
+
+def cv_decision_values(fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_FOLDS, full_fit=None):
+    """Held-out decision values of a binary problem by ``n_folds``-fold cross-validation.
+
+    ``fit_fold(train_rows, alpha0)`` fits the binary problem on the given rows
+    (``alpha0``: a starting point or None) and returns a ``BinaryFit``;
+    ``rng`` is a ``numpy.random.RandomState`` (the permutation of the rows);
+    ``alpha_full`` the multipliers of the fit on all rows, used as warm start.
+    If a fold's fit raises ValueError (a degenerate fold, e.g. an infeasible nu on
+    its rows) and ``full_fit`` (the fit on all rows) is given, that fold's points
+    get the full fit's decision values instead.
+    """
+    n = y.shape[0]
+    perm = rng.permutation(n)
+    dec = np.zeros(n)
+    for f in range(n_folds):
+        begin, end = f * n // n_folds, (f + 1) * n // n_folds
+        test = perm[begin:end]
+        if test.size == 0:
+            continue
+        train = np.sort(np.r_[perm[:begin], perm[end:]])
+        ytr = y[train]
+        n_pos = int(np.sum(ytr > 0))
+        if n_pos == 0 or n_pos == ytr.shape[0]:
+            dec[test] = 0.0 if ytr.shape[0] == 0 else (1.0 if n_pos else -1.0)
+            continue
+        alpha0 = None if alpha_full is None else alpha_full[train]
+        try:
+            fit = fit_fold(train, alpha0)
+        except ValueError:
+            if full_fit is None:
+                raise
+            dec[test] = held_out_decision(X, kernel, np.arange(n), test, full_fit, y)
+            continue
+        dec[test] = held_out_decision(X, kernel, train, test, fit, ytr)
+    return dec

@@ -1,0 +1,255 @@
+"""The nu-variant of SMO (two equality constraints), NuSVC and NuSVR against
+independent references: a QP solver with both constraints, scikit-learn, and the
+C-SVC that nu-SVC is equivalent to."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris, make_classification, make_regression
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import NuSVC as SkNuSVC
+from sklearn.svm import NuSVR as SkNuSVR
+
+from maxmargin import SVC, NuSVC, NuSVR
+from maxmargin.kernels import make_kernel
+from maxmargin.problem import nu_svc_problem, nu_svr_problem
+from maxmargin.solvers import smo
+
+
+def qp_reference_nu(Q, p, y, upper, sums):
+    """min 1/2 a'Qa + p'a with sum_{y=+1} a = sums[0], sum_{y=-1} a = sums[1], 0 <= a <= upper
+    (an interior-point QP solver: Clarabel, or CVXOPT where Clarabel stops short of 'Solved')."""
+    qpsolvers = pytest.importorskip("qpsolvers")
+    n = Q.shape[0]
+    A = np.vstack([(y > 0).astype(float), (y < 0).astype(float)])
+    qp = qpsolvers.Problem(sp.csc_matrix(0.5 * (Q + Q.T) + 1e-12 * np.eye(n)), p, A=sp.csc_matrix(A),
+                           b=np.asarray(sums, dtype=float), lb=np.zeros(n), ub=np.asarray(upper, dtype=float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sol = qpsolvers.solve_problem(qp, solver="clarabel", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        if not sol.found:
+            pytest.importorskip("cvxopt")
+            qp.P, qp.A = qp.P.toarray(), qp.A.toarray()
+            sol = qpsolvers.solve_problem(qp, solver="cvxopt", abstol=1e-12, reltol=1e-12, feastol=1e-12)
+    assert sol.found, "the reference QP solvers failed"
+    a = sol.x
+    return a, float(0.5 * a @ Q @ a + p @ a)
+
+
+def _class_data(rng, n=70, d=4, sparse=False):
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.7 * X[:, 1] + 0.6 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if sparse:
+        X[rng.random(X.shape) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+KERNELS = [("linear", {}), ("rbf", {"gamma": 0.5}), ("poly", {"gamma": 0.3, "degree": 2, "coef0": 1.0})]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel,kw", KERNELS)
+@pytest.mark.parametrize("nu", [0.4, 0.7])
+def test_nu_solver_matches_qp_reference(rng, kernel, kw, sparse, nu):
+    X, y = _class_data(rng, sparse=sparse)
+    w = rng.uniform(0.5, 2.0, size=y.shape[0])
+    prob = nu_svc_problem(X, make_kernel(kernel, X=X, **kw), y, nu, w)
+    sums = (prob.alpha0[y > 0].sum(), prob.alpha0[y < 0].sum())
+    assert sums[0] == pytest.approx(nu * w.sum() / 2) and sums[1] == pytest.approx(nu * w.sum() / 2)
+    sol = smo.solve(prob, tol=1e-8)
+    Q = prob.q_matrix()
+    _, ref = qp_reference_nu(Q, prob.p, y, w, sums)
+    assert sol.converged
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    assert sol.objective == pytest.approx(0.5 * sol.alpha @ Q @ sol.alpha, rel=1e-10)
+    # both equality constraints held, the box respected
+    assert sol.alpha[y > 0].sum() == pytest.approx(sums[0], rel=1e-12)
+    assert sol.alpha[y < 0].sum() == pytest.approx(sums[1], rel=1e-12)
+    assert np.all(sol.alpha >= 0) and np.all(sol.alpha <= w)
+    # per-class KKT: free variables of a class share one gradient value r_c
+    G = Q @ sol.alpha
+    for c in (1.0, -1.0):
+        free = (y == c) & (sol.alpha > 1e-9) & (sol.alpha < w - 1e-9)
+        if free.sum() > 1:
+            assert np.ptp(G[free]) < 1e-6
+
+
+@pytest.mark.parametrize("shrinking", [True, False])
+def test_nu_solver_shrinking_and_tiny_cache(rng, shrinking):
+    X, y = _class_data(rng, n=250)
+    prob = nu_svc_problem(X, make_kernel("rbf", gamma=0.3), y, 0.3)
+    ref = smo.solve(prob, tol=1e-7)
+    tiny = smo.solve(prob, tol=1e-7, cache_size=1e-3, shrinking=shrinking)
+    assert tiny.objective == pytest.approx(ref.objective, rel=1e-8)
+    assert tiny.extra["r"] == pytest.approx(ref.extra["r"], rel=1e-4)
+
+
+@pytest.mark.parametrize("kernel,kw", KERNELS[:2])
+def test_nu_svr_solver_matches_qp_reference(rng, kernel, kw):
+    X = rng.normal(size=(50, 3))
+    z = X @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.normal(size=50)
+    C = 2.0 * rng.uniform(0.5, 1.5, size=50)
+    prob = nu_svr_problem(X, make_kernel(kernel, X=X, **kw), z, C, 0.4)
+    sol = smo.solve(prob, tol=1e-8)
+    Q = prob.q_matrix()
+    sums = (prob.alpha0[:50].sum(), prob.alpha0[50:].sum())
+    _, ref = qp_reference_nu(Q, prob.p, prob.y, prob.upper, sums)
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    assert sol.alpha[:50].sum() == pytest.approx(sums[0]) and sol.alpha[50:].sum() == pytest.approx(sums[1])
+
+
+def _sk_dual_objective(sk, kern):
+    c = np.asarray(sk.dual_coef_).ravel()
+    return 0.5 * c @ kern(sk.support_vectors_) @ c
+
+
+@pytest.mark.parametrize("kernel,kw", KERNELS)
+def test_nusvc_against_sklearn_binary(kernel, kw):
+    X, y = make_classification(400, 8, n_informative=5, random_state=3, flip_y=0.1)
+    Xtr, Xte, ytr = X[:300], X[300:], y[:300]
+    # nu well above the margin-error rate (flip_y=0.1): below it r -> 0 and C = 1/r explodes for
+    # every solver (LIBSVM then needs 10^8 iterations), a regime where no two solvers agree
+    ours = NuSVC(nu=0.5, kernel=kernel, **kw).fit(Xtr, ytr)
+    ref = SkNuSVC(nu=0.5, kernel=kernel, **kw).fit(Xtr, ytr)
+    kern = make_kernel(kernel, X=Xtr, **kw)
+    assert ours.objective_[0] == pytest.approx(_sk_dual_objective(ref, kern), rel=1e-3)
+    assert ours.objective_[0] == pytest.approx(_sk_dual_objective(ours, kern), rel=1e-9)
+    assert np.mean(ours.predict(Xte) == ref.predict(Xte)) >= 0.995
+    scale = np.abs(ref.decision_function(Xtr)).max()
+    assert np.allclose(ours.intercept_, ref.intercept_, atol=5e-3 * max(scale, 1))
+    assert np.allclose(ours.decision_function(Xte), ref.decision_function(Xte), atol=5e-3 * max(scale, 1))
+
+
+def test_nusvc_against_sklearn_multiclass_and_weights():
+    X, y = load_iris(return_X_y=True)
+    w = np.tile([1.0, 2.0, 0.5], 50)
+    ours = NuSVC(nu=0.2, tol=1e-6, decision_function_shape="ovo").fit(X, y, sample_weight=w)
+    ref = SkNuSVC(nu=0.2, tol=1e-6, decision_function_shape="ovo").fit(X, y, sample_weight=w)
+    assert np.array_equal(ours.support_, ref.support_)
+    assert np.array_equal(ours.n_support_, ref.n_support_)
+    assert np.allclose(ours.dual_coef_, ref.dual_coef_, atol=1e-3 * np.abs(ref.dual_coef_).max())
+    assert np.allclose(ours.intercept_, ref.intercept_, atol=1e-3)
+    assert np.array_equal(ours.predict(X), ref.predict(X))
+
+
+def test_nusvc_is_csvc_with_c_equal_one_over_r(rng):
+    """Dividing the nu-solution by r gives the C-SVC solution for C = 1/r (LIBSVM's rescaling)."""
+    X, y = _class_data(rng, n=120)
+    nu = NuSVC(nu=0.4, gamma=0.5, tol=1e-8).fit(X, y)
+    C = np.abs(nu.dual_coef_).max()  # some multipliers sit at the bound 1/r
+    c = SVC(C=C, gamma=0.5, tol=1e-8).fit(X, y)
+    assert np.allclose(nu.decision_function(X), c.decision_function(X), atol=1e-5)
+    assert nu.objective_[0] == pytest.approx(0.5 * nu.w_norm_[0] ** 2, rel=1e-9)  # p = 0: 1/2 ||w||^2
+
+
+def test_nu_bounds_the_fractions(rng):
+    X, y = _class_data(rng, n=300)
+    for nu in (0.1, 0.3, 0.6):
+        clf = NuSVC(nu=nu, gamma=0.5, tol=1e-6).fit(X, y)
+        frac_sv = clf.support_.shape[0] / 300
+        # margin errors (y f < 1; the rescaled margin is 1, up to the solver's tolerance scaled by 1/r)
+        margin_err = np.mean(np.where(y == clf.classes_[1], 1, -1) * clf.decision_function(X) < 1 - 1e-3)
+        c = np.abs(clf.dual_coef_[0])
+        at_bound = np.sum(c >= c.max() * (1 - 1e-9)) / 300
+        assert margin_err <= at_bound <= nu + 1e-9
+        assert frac_sv >= nu - 1e-9
+
+
+def test_nusvr_against_sklearn():
+    X, y = make_regression(300, 5, noise=10, random_state=0)
+    y = y / y.std()
+    for kernel in ("rbf", "linear"):
+        ours = NuSVR(nu=0.3, C=3.0, kernel=kernel).fit(X[:250], y[:250])
+        ref = SkNuSVR(nu=0.3, C=3.0, kernel=kernel).fit(X[:250], y[:250])
+        kern = make_kernel(kernel, X=X[:250])
+        c = ref.dual_coef_.ravel()
+        sk_obj = 0.5 * c @ kern(ref.support_vectors_) @ c - y[:250][ref.support_] @ c
+        assert ours.objective_ == pytest.approx(sk_obj, rel=1e-3)
+        diff = np.abs(ours.predict(X[250:]) - ref.predict(X[250:]))
+        assert np.mean(diff < 1e-2) >= 0.995
+        assert ours.intercept_[0] == pytest.approx(ref.intercept_[0], abs=1e-2)
+        # the tube found by the solver: about a fraction nu of points outside it
+        res = np.abs(y[:250] - ours.predict(X[:250]))
+        assert np.mean(res > ours.epsilon_ + 1e-3) <= 0.3 + 0.02
+
+
+def test_infeasible_nu_is_a_clear_error():
+    X, y = make_classification(60, 4, weights=[0.8], random_state=0)
+    frac = 2 * min(np.mean(y == 0), np.mean(y == 1))
+    with pytest.raises(ValueError, match=r"nu=0\.9 is infeasible.*nu <= 2 min"):
+        NuSVC(nu=0.9).fit(X, y)
+    NuSVC(nu=0.95 * frac).fit(X, y)  # just below the limit works
+    w = np.where(y == 1, 10.0, 1.0)  # weights change the class sizes
+    with pytest.raises(ValueError, match="infeasible"):
+        NuSVC(nu=0.95 * frac).fit(X, y, sample_weight=1 / w)
+
+
+@pytest.mark.parametrize("Est", [NuSVC, NuSVR])
+@pytest.mark.parametrize("nu", [0, -0.1, 1.01, np.inf, "half", True])
+def test_bad_nu(Est, nu):
+    X, y = make_classification(40, 4, random_state=0)
+    with pytest.raises(ValueError, match=r"nu must be a number in \(0, 1\]"):
+        Est(nu=nu).fit(X, y)
+
+
+def test_nusvc_sparse_precomputed_and_pickle(rng):
+    import pickle
+
+    X, y = _class_data(rng, n=100, sparse=True)
+    a = NuSVC(nu=0.3, gamma=0.4, tol=1e-7).fit(X, y)
+    b = NuSVC(nu=0.3, gamma=0.4, tol=1e-7).fit(X.toarray(), y)
+    assert np.array_equal(a.support_, b.support_)
+    # equal up to the solver's tolerance, magnified by the 1/r rescaling
+    assert np.allclose(a.decision_function(X), b.decision_function(X.toarray()), atol=1e-4)
+    kern = make_kernel("rbf", gamma=0.4)
+    Xd = X.toarray()
+    pre = NuSVC(nu=0.3, kernel="precomputed", tol=1e-7).fit(kern(Xd, Xd), y)
+    assert np.allclose(pre.decision_function(kern(Xd, Xd)), b.decision_function(Xd), atol=1e-4)
+    c = pickle.loads(pickle.dumps(a))
+    assert np.array_equal(c.predict(X), a.predict(X))
+
+
+def test_nusvc_in_grid_search_and_pipeline():
+    X, y = load_iris(return_X_y=True)
+    gs = GridSearchCV(make_pipeline(StandardScaler(), NuSVC()), {"nusvc__nu": [0.1, 0.3]}, cv=3).fit(X, y)
+    assert gs.best_score_ > 0.9
+    cv = KFold(3, shuffle=True, random_state=0)
+    assert cross_val_score(NuSVR(), X[:, :3], X[:, 3], cv=cv).mean() > 0.8
+
+
+def test_check_estimator_nusvc_nusvr():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    weights_reason = ("sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and the "
+                      "default tol=1e-3 gives agreement to about the tolerance, not 1e-7 "
+                      "(test_integer_weights_equal_repeated_rows_nu checks it with a fixed gamma)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(NuSVR(), expected_failed_checks={
+            "check_sample_weight_equivalence_on_dense_data": weights_reason,
+            "check_sample_weight_equivalence_on_sparse_data": weights_reason,
+        })
+        infeasible = ("the check's weights make one class far lighter than the other, so nu=0.5 is "
+                      "infeasible (nu <= 2 min(n_a, n_b)/(n_a + n_b)) and fit raises ValueError, as it should")
+        check_estimator(NuSVC(), expected_failed_checks={
+            "check_sample_weight_equivalence_on_dense_data": infeasible,
+            "check_sample_weight_equivalence_on_sparse_data": infeasible,
+            "check_class_weight_classifiers": infeasible,
+        })
+
+
+def test_integer_weights_equal_repeated_rows_nu(rng):
+    X, y = _class_data(rng, n=60)
+    w = rng.integers(0, 4, size=60)
+    a = NuSVC(nu=0.3, gamma=0.5, tol=1e-9).fit(X, y, sample_weight=w)
+    b = NuSVC(nu=0.3, gamma=0.5, tol=1e-9).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    Xt = rng.normal(size=(30, X.shape[1]))
+    assert np.allclose(a.decision_function(Xt), b.decision_function(Xt), atol=1e-5)
+    z = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=60)
+    c = NuSVR(nu=0.3, gamma=0.5, tol=1e-9).fit(X, z, sample_weight=w)
+    d = NuSVR(nu=0.3, gamma=0.5, tol=1e-9).fit(np.repeat(X, w, axis=0), np.repeat(z, w))
+    assert np.allclose(c.predict(Xt), d.predict(Xt), atol=1e-5)
