@@ -54,7 +54,8 @@ def settle(page):
     """Wait until the newest fit request has been answered (or needed none)."""
     page.wait_for_function(
         "() => { const s = window.maxmarginPlayground.state;"
-        " return !!s.options && !s.queued && document.body.dataset.done === String(s.seq); }")
+        " return !!s.options && !s.queued && document.body.dataset.done === String(s.seq)"
+        " && document.body.dataset.status !== 'fitting'; }", timeout=60_000)
     return page.evaluate("() => document.body.dataset.status")
 
 
@@ -160,6 +161,8 @@ def test_csv_round_trip(browser_page):
         f"{1 if row.split(',')[2] == '1' else 0},{row.split(',')[0]},{row.split(',')[1]}\n" for row in lines[1:])
     page.set_input_files("#import", files=[{"name": "pts.csv", "mimeType": "text/csv",
                                             "buffer": flipped.encode()}])
+    # the file is read asynchronously: wait for the points before waiting for their fit
+    page.wait_for_function("() => document.querySelector('#canvas').dataset.points === '200'", timeout=60_000)
     assert settle(page) == "ok"
     assert page.locator("#canvas").get_attribute("data-points") == "200"
     assert page.evaluate("() => window.maxmarginPlayground.exportCsv()").splitlines()[1:] == lines[1:]
