@@ -363,23 +363,6 @@ def geometric_margin(formulation, alpha, y, C, K_or_w_norm, decision=None, rho=N
 
 
 # -------------------------------------------------------------------------- bias
-def _libsvm_rho(y, G, alpha, U):
-    """LIBSVM's calculate_rho: mean of y_i G_i over free variables, else the midpoint."""
-    yG = y * G
-    at_up = alpha >= U
-    at_low = alpha <= 0
-    free = ~at_up & ~at_low
-    if free.any():
-        return float(yG[free].mean())
-    ub_mask = (at_up & (y < 0)) | (at_low & (y > 0))
-    lb_mask = (at_up & (y > 0)) | (at_low & (y < 0))
-    ub = yG[ub_mask].min() if ub_mask.any() else np.inf
-    lb = yG[lb_mask].max() if lb_mask.any() else -np.inf
-    if np.isfinite(ub) and np.isfinite(lb):
-        return float((ub + lb) / 2)
-    return float(ub) if np.isfinite(ub) else (float(lb) if np.isfinite(lb) else 0.0)
-
-
 def bias_from_dual(rule, alpha, y, s, upper, shift):
     r"""The offset ``rho`` (``b = -rho``) of a dual solution by one of :data:`BIAS_RULES`.
 
@@ -398,7 +381,9 @@ def bias_from_dual(rule, alpha, y, s, upper, shift):
         return float(alpha @ (s + y * shift * alpha) / alpha.sum())
     if rule == "libsvm":
         G = y * s + shift * alpha - 1.0
-        return _libsvm_rho(y, G, alpha, upper)
+        from .solvers.smo import compute_rho  # LIBSVM's calculate_rho
+
+        return compute_rho(y, G, alpha, upper)
     free = sv & (alpha < upper)
     if rule == "largest-alpha":  # seed 003: n = argmax alpha (among the free SVs when there are any)
         cand = free if free.any() else sv

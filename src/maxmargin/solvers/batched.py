@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 
 from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, densify_if_cheap, row_norms_sq
 from .base import Solution
-from .smo import compute_rho, initial_alpha
+from .smo import compute_rho, initial_alpha, pair_step
 
 TAU = 1e-12
 #: kernel rows of data with at most this many features come from a compiled loop;
@@ -323,48 +323,7 @@ def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
         quad = QD[i] + QD[j] - 2.0 * KB[si, sj]
         if quad <= 0.0:
             quad = TAU
-        if y[i] != y[j]:
-            delta = (-Gl[si] - Gl[sj]) / quad
-            diff = ai - aj
-            ai += delta
-            aj += delta
-            if diff > 0.0:
-                if aj < 0.0:
-                    aj = 0.0
-                    ai = diff
-            else:
-                if ai < 0.0:
-                    ai = 0.0
-                    aj = -diff
-            if diff > Ci - Cj:
-                if ai > Ci:
-                    ai = Ci
-                    aj = Ci - diff
-            else:
-                if aj > Cj:
-                    aj = Cj
-                    ai = Cj + diff
-        else:
-            delta = (Gl[si] - Gl[sj]) / quad
-            tot = ai + aj
-            ai -= delta
-            aj += delta
-            if tot > Ci:
-                if ai > Ci:
-                    ai = Ci
-                    aj = tot - Ci
-            else:
-                if aj < 0.0:
-                    aj = 0.0
-                    ai = tot
-            if tot > Cj:
-                if aj > Cj:
-                    aj = Cj
-                    ai = tot - Cj
-            else:
-                if ai < 0.0:
-                    ai = 0.0
-                    aj = tot
+        ai, aj = pair_step(y[i] != y[j], ai, aj, Gl[si], Gl[sj], Ci, Cj, quad)
         alpha[i] = ai
         alpha[j] = aj
         dai = (ai - old_ai) * y[i]

@@ -86,6 +86,57 @@ TAU = 1e-12
 INF = np.inf
 
 
+@njit(cache=True, inline="always")
+def pair_step(opposite, ai, aj, Gi, Gj, Ci, Cj, quad):
+    """The clipped Newton step on two variables along u = (y_i, -y_j) (seed 001's
+    lambda*): the new (alpha_i, alpha_j), kept in [0, C_i] x [0, C_j] with
+    y_i alpha_i + y_j alpha_j unchanged.  ``opposite`` is y_i != y_j; ``quad`` is
+    Q_ii + Q_jj - 2 y_i y_j Q_ij (> 0)."""
+    if opposite:
+        delta = (-Gi - Gj) / quad
+        diff = ai - aj
+        ai += delta
+        aj += delta
+        if diff > 0.0:
+            if aj < 0.0:
+                aj = 0.0
+                ai = diff
+        else:
+            if ai < 0.0:
+                ai = 0.0
+                aj = -diff
+        if diff > Ci - Cj:
+            if ai > Ci:
+                ai = Ci
+                aj = Ci - diff
+        else:
+            if aj > Cj:
+                aj = Cj
+                ai = Cj + diff
+    else:
+        delta = (Gi - Gj) / quad
+        s = ai + aj
+        ai -= delta
+        aj += delta
+        if s > Ci:
+            if ai > Ci:
+                ai = Ci
+                aj = s - Ci
+        else:
+            if aj < 0.0:
+                aj = 0.0
+                ai = s
+        if s > Cj:
+            if aj > Cj:
+                aj = Cj
+                ai = s - Cj
+        else:
+            if ai < 0.0:
+                ai = 0.0
+                aj = s
+    return ai, aj
+
+
 @njit(cache=True)
 def _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
             rows, slot_of, row_of, stamp, full, epoch_of, counters,
@@ -462,48 +513,7 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
         quad = QD[i] + QD[j] - 2.0 * Kij
         if quad <= 0.0:
             quad = TAU
-        if y[i] != y[j]:
-            delta = (-G[i] - G[j]) / quad
-            diff = ai - aj
-            ai += delta
-            aj += delta
-            if diff > 0.0:
-                if aj < 0.0:
-                    aj = 0.0
-                    ai = diff
-            else:
-                if ai < 0.0:
-                    ai = 0.0
-                    aj = -diff
-            if diff > Ci - Cj:
-                if ai > Ci:
-                    ai = Ci
-                    aj = Ci - diff
-            else:
-                if aj > Cj:
-                    aj = Cj
-                    ai = Cj + diff
-        else:
-            delta = (G[i] - G[j]) / quad
-            s = ai + aj
-            ai -= delta
-            aj += delta
-            if s > Ci:
-                if ai > Ci:
-                    ai = Ci
-                    aj = s - Ci
-            else:
-                if aj < 0.0:
-                    aj = 0.0
-                    ai = s
-            if s > Cj:
-                if aj > Cj:
-                    aj = Cj
-                    ai = s - Cj
-            else:
-                if ai < 0.0:
-                    ai = 0.0
-                    aj = s
+        ai, aj = pair_step(y[i] != y[j], ai, aj, G[i], G[j], Ci, Cj, quad)
         alpha[i] = ai
         alpha[j] = aj
         dai = (ai - old_ai) * y[i]
