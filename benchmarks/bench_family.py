@@ -23,9 +23,11 @@ oneclass  OneClassSVM vs scikit-learn's on 20000 points (10-D Gaussian mixture p
           ``score_samples`` for telling the test outliers from the test inliers.
 grid      a9a (first ``--grid-rows`` rows), gamma=0.05, 10 values of C (logspace
           -1..2): one estimator refitted along the grid with ``warm_start=True``
-          (multipliers scaled by C_new/C_old, kernel rows kept) vs independent fits
-          (``warm_start=False``), and scikit-learn's SVC for reference; total time,
-          SMO iterations, largest relative objective difference warm vs cold.
+          (multipliers scaled by C_new/C_old; SMO also keeps its kernel rows) vs
+          independent fits (``warm_start=False``), for ``solver='smo'`` and
+          ``'batched'`` (what ``'auto'`` picks at this size), and scikit-learn's SVC
+          for reference; total time, iterations, largest relative objective
+          difference warm vs cold.
 
 The machine these numbers come from matters: on a shared 2-core machine single
 fits show sporadic 3-20x outliers (see ../shared/PEERS.md); repeat and compare the
@@ -92,6 +94,7 @@ def bench_usps(repeat):
           f"probability=True random_state=0 (5-fold Platt scaling + pairwise coupling)")
     print(f"{'estimator':32s} {'fit s [min, max]':>22s} {'acc':>7s} {'acc(argmax p)':>14s} {'log loss':>9s} "
           f"{'#SV':>6s}")
+    # maxmargin's default solver='auto' is SMO here: every one-vs-one problem has < 2000 points
     for prob in (True, False):
         for label, cls in (("maxmargin SVC", mm.SVC), ("sklearn SVC", _sk("SVC"))):
             with warnings.catch_warnings():
@@ -137,7 +140,7 @@ def bench_svr(repeat):
               f"{'test MAE':>9s} {'#SV':>6s} {'iter':>8s}")
         kern = make_kernel("rbf", gamma="scale", X=Xtr)
         objs = []
-        runs = (("maxmargin SVR", mm.SVR, {}), ("sklearn SVR", _sk("SVR"), {}),
+        runs = (("maxmargin SVR(smo)", mm.SVR, {"solver": "smo"}), ("sklearn SVR", _sk("SVR"), {}),
                 ("maxmargin (batched)", mm.SVR, {"solver": "batched"}))
         for label, cls, extra in runs:
             med, lo, hi, est = _timed(lambda: cls(gamma="scale", **p, **extra), (Xtr, ytr), repeat)
@@ -172,21 +175,25 @@ def bench_oneclass(repeat):
     p = dict(nu=0.05, gamma="scale")
     print(f"\nOneClassSVM: n={Xtr.shape[0]} d={d} (3 Gaussians + 5% uniform outliers) {p} tol=1e-3; "
           f"test: 5000 points, 10% outliers")
-    print(f"{'estimator':24s} {'fit s [min, max]':>22s} {'dual objective':>15s} {'offset_':>10s} {'#SV':>6s} "
+    print(f"{'estimator':27s} {'fit s [min, max]':>22s} {'dual objective':>15s} {'offset_':>10s} {'#SV':>6s} "
           f"{'test AUC':>9s} {'test outl.':>10s}")
     kern = make_kernel("rbf", gamma="scale", X=Xtr)
     preds = []
-    for label, cls in (("maxmargin OneClassSVM", mm.OneClassSVM), ("sklearn OneClassSVM", _sk("OneClassSVM"))):
-        med, lo, hi, est = _timed(lambda: cls(**p), (Xtr,), repeat)
+    runs = (("maxmargin OneClassSVM(smo)", mm.OneClassSVM, {"solver": "smo"}),
+            ("sklearn OneClassSVM", _sk("OneClassSVM"), {}),
+            ("maxmargin (batched)", mm.OneClassSVM, {"solver": "batched"}))
+    for label, cls, extra in runs:
+        med, lo, hi, est = _timed(lambda: cls(**p, **extra), (Xtr,), repeat)
         a = np.asarray(est.dual_coef_).ravel()
         SV = est.support_vectors_
         obj = float(0.5 * a @ kern.mmv(SV, SV, a))
         auc = roc_auc_score(lab, est.score_samples(Xte))
         pred = est.predict(Xte)
         preds.append(pred)
-        print(f"{label:24s} {_t(med, lo, hi):>22s} {obj:15.6f} {float(np.ravel(est.offset_)[0]):10.5f} "
+        print(f"{label:27s} {_t(med, lo, hi):>22s} {obj:15.6f} {float(np.ravel(est.offset_)[0]):10.5f} "
               f"{est.support_.shape[0]:6d} {auc:9.4f} {np.mean(pred == -1):10.4f}")
-    print(f"predictions agree on {100 * np.mean(preds[0] == preds[1]):.2f}% of the test points")
+    print(f"predictions agree with scikit-learn's on {100 * np.mean(preds[0] == preds[1]):.2f}% (smo) and "
+          f"{100 * np.mean(preds[2] == preds[1]):.2f}% (batched) of the test points")
 
 
 # ------------------------------------------------------------------------------- grid
@@ -200,13 +207,16 @@ def bench_grid(repeat, rows, cache_size):
     print(f"\na9a C grid: first {X.shape[0]} rows, gamma=0.05, C in logspace(-1, 2, 10) = "
           f"{', '.join(f'{c:.3g}' for c in Cs)}; tol=1e-3, cache_size={cache_size} MB")
     results = {}
-    for label in ("maxmargin warm_start=False", "maxmargin warm_start=True", "sklearn SVC (no warm start)"):
+    labels = ("smo warm_start=False", "smo warm_start=True", "batched warm_start=False", "batched warm_start=True",
+              "sklearn SVC (no warm start)")
+    for label in labels:
         totals = []
         for _ in range(repeat):
             if label.startswith("sklearn"):
                 est = _sk("SVC")(gamma=0.05, cache_size=cache_size)
             else:
-                est = mm.SVC(gamma=0.05, cache_size=cache_size, warm_start=label.endswith("True"))
+                est = mm.SVC(gamma=0.05, cache_size=cache_size, solver=label.split()[0],
+                             warm_start=label.endswith("True"))
             per, iters, objs = [], [], []
             t0 = time.perf_counter()
             for C in Cs:
@@ -217,15 +227,17 @@ def bench_grid(repeat, rows, cache_size):
                 objs.append(float(getattr(est, "objective_", [np.nan])[0]))
             totals.append(time.perf_counter() - t0)
         results[label] = (totals, per, iters, objs)
-    print(f"{'run':30s} {'grid s [min, max]':>24s} {'SMO iterations':>15s}   per-C seconds (last run)")
+    print(f"{'run':30s} {'grid s [min, max]':>24s} {'iterations':>11s}   per-C seconds (last run)")
     for label, (totals, per, iters, _) in results.items():
         med = float(np.median(totals))
-        print(f"{label:30s} {_t(med, min(totals), max(totals)):>24s} {sum(iters):15d}   "
+        print(f"{label:30s} {_t(med, min(totals), max(totals)):>24s} {sum(iters):11d}   "
               + " ".join(f"{s:.2f}" for s in per))
-    cold, warm = results["maxmargin warm_start=False"], results["maxmargin warm_start=True"]
-    rel = max(abs(a - b) / abs(a) for a, b in zip(cold[3], warm[3]))
-    print(f"warm/cold: time {np.median(warm[0]) / np.median(cold[0]):.2f}x, iterations "
-          f"{sum(warm[2]) / sum(cold[2]):.2f}x, largest relative objective difference {rel:.1e}")
+    for solver in ("smo", "batched"):
+        cold, warm = results[f"{solver} warm_start=False"], results[f"{solver} warm_start=True"]
+        rel = max(abs(a - b) / abs(a) for a, b in zip(cold[3], warm[3]))
+        print(f"{solver} warm/cold: time {np.median(warm[0]) / np.median(cold[0]):.2f}x, iterations "
+              f"{sum(warm[2]) / sum(cold[2]):.2f}x, largest relative objective difference {rel:.1e}")
+    print("(iterations: SMO steps; for the batched solver, its inner SMO steps)")
 
 
 def main(argv=None):

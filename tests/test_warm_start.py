@@ -139,11 +139,12 @@ def _slow_data(n):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0), "z"),
+    lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0, solver="smo"), "z"),
+    lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0, solver="batched"), "z"),
     lambda: (NuSVR(C=1000.0, nu=0.5, gamma=2.0), "z"),
-    lambda: (OneClassSVM(nu=0.01, gamma=5.0), None),
+    lambda: (OneClassSVM(nu=0.01, gamma=5.0, solver="smo"), None),
     lambda: (NuSVC(nu=0.05, gamma=2.0), "sign"),
-    lambda: (SVC(C=1000.0, gamma=2.0, probability=True), "sign"),
+    lambda: (SVC(C=1000.0, gamma=2.0, probability=True, solver="smo"), "sign"),
 ])
 def test_callback_stop_gives_a_usable_model(make):
     est, target = make()
@@ -162,6 +163,8 @@ def test_callback_stop_gives_a_usable_model(make):
     info = seen[0]
     assert {"iteration", "objective", "violation", "tol", "subproblem", "n_subproblems", "elapsed"} <= set(info)
     assert info["iteration"] >= 1 and info["violation"] > info["tol"]
+    if getattr(est, "solver", "smo") == "smo":
+        assert info["iteration"] == 2000  # SMO's first chunk (the batched solver reports every ~0.2 s)
     assert est.fit_status_ == 1
     pred = est.predict(X[:50])
     assert pred.shape == (50,) and np.all(np.isfinite(pred.astype(float)))
@@ -173,7 +176,8 @@ def test_callback_stop_gives_a_usable_model(make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0), "z"),
+    lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0, solver="smo"), "z"),
+    lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0, solver="batched"), "z"),
     lambda: (NuSVR(C=1e4, nu=0.5, gamma=2.0), "z"),
 ])
 def test_time_limit_is_honoured(make):

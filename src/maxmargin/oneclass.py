@@ -41,8 +41,8 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
     nu : float in (0, 1], default=0.5
         Upper bound on the fraction of training errors, lower bound on the fraction
         of support vectors.
-    solver : {'smo', 'batched', 'auto'}, default='smo'
-        As in :class:`maxmargin.SVR`.
+    solver : {'smo', 'batched', 'auto'}, default='auto'
+        As in :class:`maxmargin.SVR` (``n`` dual variables here).
 
     Attributes
     ----------
@@ -58,7 +58,7 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, nu=0.5, shrinking=True,
                  cache_size=200, verbose=False, max_iter=-1, sigma=None, callback=None, time_limit=None,
-                 solver="smo"):
+                 solver="auto"):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma

@@ -62,9 +62,10 @@ probabilities pass them through the fitted sigmoids first.
   1/(1 + \exp(A f - B)) > 1/2`, i.e. iff :math:`A f < B` (the pair's decision
   value is :math:`-f`), which is :math:`f > B/A` for the usual :math:`A < 0`.  So
   they disagree exactly on the points whose :math:`f` lies between 0 and
-  :math:`B/A` (``probB_[0] / probA_[0]``), and on all points with
-  :math:`f \ne B/A` on the "wrong" side if the fitted :math:`A` is positive
-  (cross-validated decision values anti-correlated with the labels).
+  :math:`B/A` (``probB_[0] / probA_[0]``).  (Should the fit give :math:`A > 0`,
+  held-out decision values anti-correlated with the labels, the inequality
+  turns: the probabilities say ``classes_[1]`` iff :math:`f < B/A`, and the two
+  disagree on every point *outside* that interval.)
 * Several classes: additionally, votes count each pair as one whole vote while
   the coupling weighs the pairs' confidences, and vote ties are broken toward
   the class listed first; a point can win most votes yet not the largest

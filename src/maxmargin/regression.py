@@ -75,7 +75,7 @@ class BaseSingleSVM(BaseKernelSVM):
             raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
 
     def _solve(self, problem):
-        solver = getattr(self, "solver", "smo")
+        solver = getattr(self, "solver", "smo")  # NuSVR: the nu-variant of SMO only
         if solver == "auto":
             solver = "batched" if problem.n_var >= AUTO_BATCHED_MIN_N else "smo"
         if solver == "batched":
@@ -169,11 +169,12 @@ class SVR(_BaseRegressor):
         usable model and a ConvergenceWarning).
     time_limit : float or None, default=None
         Seconds after which the solver stops.
-    solver : {'smo', 'batched', 'auto'}, default='smo'
+    solver : {'smo', 'batched', 'auto'}, default='auto'
         :mod:`maxmargin.solvers.smo` (two variables per step) or the batched
         working-set solver :mod:`maxmargin.solvers.batched` (BLAS kernel blocks);
-        ``'auto'`` takes the batched one from 2000 variables (``2 n``) on.
-        ``warm_start`` keeps kernel rows for SMO only.
+        ``'auto'`` (as in :class:`maxmargin.SVC`) takes the batched one from 2000
+        dual variables (``2 n`` for SVR) on.  ``warm_start`` keeps kernel rows
+        for SMO only; both start from the previous multipliers.
     warm_start : bool, default=False
         Start from the previous fit's multipliers (same training rows),
         :math:`\\alpha = \\max(\\beta, 0)`, :math:`\\alpha^* = \\max(-\\beta, 0)` of its
@@ -194,7 +195,7 @@ class SVR(_BaseRegressor):
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
                  shrinking=True, cache_size=200, verbose=False, max_iter=-1, sigma=None, callback=None,
-                 time_limit=None, solver="smo", warm_start=False):
+                 time_limit=None, solver="auto", warm_start=False):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma

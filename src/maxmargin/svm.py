@@ -411,7 +411,16 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             wn = self.w_norm_[p_no]
             margins[p_no] = float(m) if m is not None else (1.0 / wn if wn > 0 else np.inf)
         self.margin_ = margins
-        pred = self._predict_from_ovo(self._ovo_decision(X))
+        dec = None
+        if n_classes == 2 and len(fits) == 1 and members[0][0].shape[0] == n:
+            # two classes and every row in the problem: the solver's training decision values
+            # (from its gradient) spare a kernel product with the support vectors
+            train_decision = fits[0].extra.get("train_decision")
+            if train_decision is not None:
+                dec = -np.asarray(train_decision, dtype=np.float64).reshape(-1, 1)
+        if dec is None:
+            dec = self._ovo_decision(X)
+        pred = self._predict_from_ovo(dec)
         self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
         warn_not_converged(self.tol, fits, stacklevel=4)
 
@@ -675,11 +684,12 @@ class SVC(BaseSVMClassifier):
     warm_start : bool, default=False
         Start each binary problem from the previous fit's multipliers (same
         training rows and classes), scaled by ``C_new / C_old`` and made feasible:
-        and the kernel rows computed by the previous fit are kept (at most
-        ``cache_size`` MB, on the estimator, never pickled) and reused while data
-        and kernel stay the same: a grid over C costs far less than independent
-        fits (gamma changes reuse the multipliers only).  Other training rows or
-        classes fall back to a cold start.
+        and, with the SMO solver, the kernel rows computed by the previous fit are
+        kept (at most ``cache_size`` MB, on the estimator, never pickled) and
+        reused while data and kernel stay the same: a grid over C costs far less
+        than independent fits (gamma changes reuse the multipliers only; the
+        batched solver, which ``'auto'`` picks from 2000 points on, gains less).
+        Other training rows or classes fall back to a cold start.
     predict_from_proba : bool, default=False
         With ``probability=True``: ``predict`` returns ``argmax(predict_proba)``,
         so the two always agree (by default ``predict`` votes on the decision
@@ -758,8 +768,9 @@ class SVC(BaseSVMClassifier):
         return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, **options)
 
     def _fold_problem(self, X, y, bounds, kern, train):
-        if self.formulation != "l1" or self.solver != "smo":
-            return None  # other formulations and solvers: through formulations.fit_binary
+        solver = formulations.resolve_solver(self.formulation, self.solver, train.shape[0])
+        if self.formulation != "l1" or solver != "smo" or self.solver_options:
+            return None  # other formulations, solvers and options: through formulations.fit_binary
         m = train.shape[0]
         return DualProblem(X=X, kernel=kern, y=y[train], p=-np.ones(m), upper=bounds[train].copy(),
                            index=train.astype(np.int64), shift=np.zeros(m))
