@@ -371,9 +371,9 @@ def _svc():
     return SVC if "formulation" in SVC().get_params() else None
 
 
-@pytest.mark.skipif(_svc() is None, reason="maxmargin.SVC with formulation/solver is not available")
 def test_svc_uses_fit_binary():
     SVC = _svc()
+    assert SVC is not None, "maxmargin.SVC must take formulation and solver"
     X, y = data(seed=13)
     clf = SVC(kernel="linear", C=1.0, formulation="l2-simplex", solver="frank-wolfe", tol=1e-3).fit(X, y)
     fit = F.fit_binary(X, y, 1.0, make_kernel("linear"), "l2-simplex", "frank-wolfe", tol=1e-3)
