@@ -458,6 +458,13 @@ def _linear_w(X, coef):
     return np.asarray(X.T @ coef).ravel()
 
 
+def _binary_fit(sol, alpha, rho, w, extra, margin, formulation, solver):
+    """A :class:`BinaryFit` from a solver's Solution and what fit_binary derived."""
+    return BinaryFit(alpha=alpha, rho=float(rho), objective=float(sol.objective), n_iter=int(sol.n_iter),
+                     violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,
+                     gap=sol.gap, w=w, extra=extra, margin=margin, formulation=formulation, solver=solver)
+
+
 def fit_binary(X, y, C, kernel, formulation="l1", solver="smo", **options):
     """Fit one binary problem.
 
@@ -602,21 +609,7 @@ def _fit_dual(X, y, C, kernel, formulation, solver, passed, bias_rule, min_margi
         if formulation != "hard":
             extra["duality_gap"] = primal + float(sol.objective)
     w = _linear_w(X, alpha * y) if _is_linear(kernel) else None
-    return BinaryFit(
-        alpha=alpha,
-        rho=float(rho),
-        objective=float(sol.objective),
-        n_iter=int(sol.n_iter),
-        violation=float(sol.violation),
-        converged=bool(sol.converged),
-        status=sol.status,
-        gap=sol.gap,
-        w=w,
-        extra=extra,
-        margin=margin,
-        formulation=formulation,
-        solver=solver,
-    )
+    return _binary_fit(sol, alpha, rho, w, extra, margin, formulation, solver)
 
 
 def _fit_primal(X, y, C, formulation, solver, passed, min_margin):
@@ -652,18 +645,4 @@ def _fit_primal(X, y, C, formulation, solver, passed, min_margin):
     margin = geometric_margin(formulation, sol.alpha, y, C, w_norm, decision=decision)
     extra = dict(sol.extra)
     extra.update(margin=margin, w_norm=w_norm, bias_rule="primal", train_decision=decision)
-    return BinaryFit(
-        alpha=sol.alpha,
-        rho=float(sol.rho),
-        objective=float(sol.objective),
-        n_iter=int(sol.n_iter),
-        violation=float(sol.violation),
-        converged=bool(sol.converged),
-        status=sol.status,
-        gap=sol.gap,
-        w=w,
-        extra=extra,
-        margin=margin,
-        formulation=formulation,
-        solver=solver,
-    )
+    return _binary_fit(sol, sol.alpha, sol.rho, w, extra, margin, formulation, solver)
