@@ -115,3 +115,80 @@ def test_estimator_uses_it_and_agrees_with_smo(rng):
     a = SVC(C=3.0, solver="batched", tol=1e-6).fit(X, y3)
     b = SVC(C=3.0, solver="smo", tol=1e-6).fit(X, y3)
     assert np.allclose(a.objective_, b.objective_, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ kernel-row back ends
+def _kernel_row_cases():
+    """Data that takes each path of KernelRows: the compiled loop (<= 8 features),
+    BLAS chunks (dense), sparse rows (CSR of low density), the high-dimensional
+    sparse product, and the fused rebuild loop (dense <= 64 features)."""
+    rng = np.random.default_rng(7)
+    dense_small = rng.normal(size=(300, 5))
+    dense_mid = rng.normal(size=(300, 20))
+    dense_wide = rng.normal(size=(300, 90))
+    sparse_low = sp.random(300, 60, density=0.1, format="csr", random_state=3)
+    sparse_low.data = rng.normal(size=sparse_low.nnz)
+    sparse_high = sp.random(300, 5000, density=0.01, format="csr", random_state=4)
+    return {"dense_small": dense_small, "dense_mid": dense_mid, "dense_wide": dense_wide,
+            "sparse_low": sparse_low, "sparse_high": sparse_high}
+
+
+KERNELS = [("linear", {}), ("rbf", {"gamma": 0.05}), ("poly", {"gamma": 0.3, "degree": 3, "coef0": 1.0}),
+           ("poly", {"gamma": 0.3, "degree": 0, "coef0": 2.0}), ("sigmoid", {"gamma": 0.01, "coef0": -0.5})]
+
+
+@pytest.mark.parametrize("case", sorted(_kernel_row_cases()))
+@pytest.mark.parametrize("kernel,kw", KERNELS)
+def test_kernel_rows_match_the_kernel(case, kernel, kw):
+    X = _kernel_row_cases()[case]
+    k = make_kernel(kernel, **kw)
+    kr = batched.KernelRows(X, k)
+    if case == "sparse_low":
+        assert kr.Xs is not None  # the sparse-row path is the one under test
+    idx = np.array([0, 5, 17, 299, 42])
+    full = k(X[idx], X)
+    out = np.full((7, X.shape[0]), np.nan)
+    kr.compute(idx, out, dest=np.array([6, 0, 3, 1, 2]))
+    np.testing.assert_allclose(out[[6, 0, 3, 1, 2]], full, rtol=1e-12, atol=1e-12)
+    # restricted to some columns (a shrunk problem)
+    cols = np.array([1, 2, 3, 50, 51, 200, 298])
+    kr.set_columns(cols)
+    out2 = np.zeros((5, X.shape[0]))
+    kr.compute(idx, out2)
+    np.testing.assert_allclose(out2[:, :cols.size], full[:, cols], rtol=1e-12, atol=1e-12)
+    # the gradient rebuild: K(X[targets], X[rows]) @ coef
+    rows = np.arange(0, 300, 3)
+    targets = np.arange(1, 300, 2)
+    coef = np.random.default_rng(1).normal(size=rows.size)
+    np.testing.assert_allclose(kr.times(rows, coef, targets), k(X[targets], X[rows]) @ coef,
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_compiled_exp_is_within_one_ulp():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([[0.0, -0.0, -1e-300, -1e-12, -0.5 * np.log(2), -700.0, -707.9],
+                        -rng.exponential(3.0, size=5000), -rng.uniform(0, 700, size=5000)])
+    o = x.copy()
+    batched._exp_nonpos(o, np.empty(x.size))
+    ref = np.exp(x)
+    assert np.all(np.abs(o - ref) <= np.spacing(ref))
+    # below -708 (never a kernel value that matters) it stays a tiny positive number
+    o = np.array([-750.0, -1e6])
+    batched._exp_nonpos(o, np.empty(2))
+    assert np.all((o >= 0) & (o < 1e-300))
+
+
+@pytest.mark.parametrize("case", ["sparse_low", "dense_mid"])
+def test_solver_on_each_row_path_matches_qp(case):
+    X = _kernel_row_cases()[case][:150]
+    rng = np.random.default_rng(2)
+    y = np.where(rng.random(150) < 0.5, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=0.05)
+    prob = csvc_problem(X, k, y, 2.0)
+    sol = batched.solve(prob, tol=1e-8, working_set_size_=16)
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, y, prob.upper)
+    assert sol.converged
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    assert kkt_violation(Q, prob.p, y, prob.upper, sol.alpha) < 1e-7
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
-from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, densify_if_cheap, row_norms_sq
+from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, SIGMOID, densify_if_cheap, row_norms_sq
 from .base import Solution
 from .smo import compute_rho, initial_alpha, pair_step
 
@@ -48,6 +48,10 @@ ROWS_SMALL_D = 8
 UNSHRINK_EARLY = False
 #: the inner SMO stops at max(tol/2, INNER_TOL_FACTOR * global violation)
 INNER_TOL_FACTOR = 0.1
+#: working-set members at a bound are replaced before free ones
+EVICT_BOUND_FIRST = True
+#: the fraction of the working set that new violators replace each round
+NEW_FRACTION = 0.25
 
 
 @njit(cache=True, inline="always")
@@ -80,7 +84,90 @@ def _finish(out, code, dest=None):
     return out
 
 
+LOG2E = 1.4426950408889634
+LN2_HI = 0.6931471803691238     # ln 2 split in two (Cody & Waite): kf * LN2_HI is exact
+LN2_LO = 1.9082149292705877e-10
+ROUND_MAGIC = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, kept in the low bits
+
+# The compiled loops below index 1-D slices from 0 (``o = out[r][lo:hi]``, then
+# ``o[t]``): with an offset index (``out[r, lo + t]``) Numba's negative-index
+# handling stops LLVM from vectorising them (measured: 3-4x slower).
+
+
+@njit(cache=True, fastmath={"contract"})
+def _exp_nonpos(o, scratch):
+    """``o[:] = exp(o)`` for arguments <= 0 (the RBF exponent), within 1 ulp of
+    ``np.exp``, in loops LLVM vectorises, so the exponential runs on a chunk while
+    it is still in the CPU cache and on every Numba thread.
+
+    exp(x) = 2^k exp(r) with k = round(x / ln 2), |r| <= ln2/2; exp(r) by its
+    Taylor polynomial of degree 13 (remainder < 1e-17); 2^k built in the exponent
+    bits.  Arguments below -708 give exp(-708) ~ 3e-308 instead of a subnormal:
+    an absolute error below 1e-307, far under anything a kernel value can matter."""
+    w = o.shape[0]
+    for t in range(w):
+        x = max(o[t], -708.0)
+        z = x * LOG2E + ROUND_MAGIC
+        kf = z - ROUND_MAGIC
+        r = (x - kf * LN2_HI) - kf * LN2_LO
+        v = 1.0 / 6227020800.0
+        v = v * r + 1.0 / 479001600.0
+        v = v * r + 1.0 / 39916800.0
+        v = v * r + 1.0 / 3628800.0
+        v = v * r + 1.0 / 362880.0
+        v = v * r + 1.0 / 40320.0
+        v = v * r + 1.0 / 5040.0
+        v = v * r + 1.0 / 720.0
+        v = v * r + 1.0 / 120.0
+        v = v * r + 1.0 / 24.0
+        v = v * r + 1.0 / 6.0
+        v = v * r + 0.5
+        v = v * r + 1.0
+        o[t] = v * r + 1.0
+        scratch[t] = z
+    bits = scratch[:w].view(np.int64)
+    for t in range(w):
+        bits[t] = (bits[t] + 1023) << 52  # the low bits of z hold k: into the exponent field
+    scale = scratch[:w]
+    for t in range(w):
+        o[t] *= scale[t]
+
+
+@njit(cache=True)
+def _transform_chunk(o, code, gamma, coef0, degree, a, sqc, scratch):
+    """In place on a chunk of one row: dot products -> kernel values (``a`` the
+    row's squared norm, ``sqc`` the columns'); one loop per kernel so each vectorises."""
+    w = o.shape[0]
+    if code == RBF:
+        for t in range(w):
+            d = a + sqc[t] - 2.0 * o[t]
+            o[t] = -gamma * max(d, 0.0)
+        _exp_nonpos(o, scratch)
+    elif code == POLY:
+        ideg = int(degree)
+        if ideg == degree and 0 <= ideg <= 16:  # integer powers by products (pow is 4x slower)
+            for t in range(w):
+                b = gamma * o[t] + coef0
+                v = 1.0
+                for _ in range(ideg):
+                    v *= b
+                o[t] = v
+        else:
+            for t in range(w):
+                o[t] = (gamma * o[t] + coef0) ** degree
+    elif code == SIGMOID:
+        for t in range(w):
+            o[t] = np.tanh(gamma * o[t] + coef0)
+
+
 CHUNK = 2048
+#: sparse input with at most this fraction of nonzeros computes kernel rows from
+#: its sparse rows (nnz updates per column) rather than a dense product (d per column)
+SPARSE_ROWS_MAX_DENSITY = 0.25
+SPARSE_CHUNK = 512
+#: the gradient rebuild of dense data with at most this many features runs in the
+#: fused compiled loop (:func:`_times_sparse_py`) rather than BLAS blocks + NumPy
+TIMES_AXPY_MAX_D = 64
 
 
 def _rows_dense_py(X, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
@@ -94,11 +181,12 @@ def _rows_dense_py(X, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
         lo = c * CHUNK
         hi = min(lo + CHUNK, n)
         D = np.dot(Xb, X[lo:hi].T)
+        scratch = np.empty(hi - lo)
+        sqc = sq[lo:hi]
         for r in range(q):
-            a = sq_b[r]
-            o = out[dest[r]]
-            for t in range(hi - lo):
-                o[lo + t] = _kval(D[r, t], code, gamma, coef0, degree, a, sq[lo + t])
+            o = out[dest[r]][lo:hi]
+            o[:] = D[r]
+            _transform_chunk(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
 
 
 def _rows_small_py(XcT, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
@@ -110,18 +198,94 @@ def _rows_small_py(XcT, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
     for c in prange(nch):
         lo = c * CHUNK
         hi = min(lo + CHUNK, n)
+        w = hi - lo
+        scratch = np.empty(w)
+        sqc = sq[lo:hi]
         for r in range(q):
-            o = out[dest[r]]
-            for t in range(lo, hi):
-                o[t] = 0.0
+            o = out[dest[r]][lo:hi]
+            o[:] = 0.0
             for f in range(d):
                 xf = Xb[r, f]
-                z = XcT[f]
-                for t in range(lo, hi):
+                z = XcT[f][lo:hi]
+                for t in range(w):
                     o[t] += xf * z[t]
-            a = sq_b[r]
-            for t in range(lo, hi):
-                o[t] = _kval(o[t], code, gamma, coef0, degree, a, sq[t])
+            _transform_chunk(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+
+
+def _transpose_chunk(X, lo, hi, d, T):
+    """T[:, :hi-lo] = X[lo:hi, :d].T, in 8 x 8 tiles (T's rows are padded by the
+    caller: row strides of a power of two make the column writes collide in cache)."""
+    w = hi - lo
+    for t0 in range(0, w, 8):
+        t1 = min(t0 + 8, w)
+        for f0 in range(0, d, 8):
+            f1 = min(f0 + 8, d)
+            for t in range(t0, t1):
+                row = X[lo + t]
+                for f in range(f0, f1):
+                    T[f, t] = row[f]
+
+
+def _sparse_row_dot(o, T, bidx, bval, k0, k1):
+    """o[:] = sum_k bval[k] T[bidx[k], :w] over the nonzeros k0..k1 of one sparse row."""
+    w = o.shape[0]
+    o[:] = 0.0
+    for k in range(k0, k1):
+        v = bval[k]
+        Tf = T[bidx[k]]
+        for t in range(w):
+            o[t] += v * Tf[t]
+
+
+def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, out, dest):
+    """out[dest[r]] = k(b_r, X) for sparse rows b_r (CSR arrays ``bptr, bidx, bval``):
+    each row costs nnz(b_r) vector updates per column instead of d, over a
+    transposed chunk of X held in cache (sparse data such as a9a, 11% nonzeros)."""
+    n = X.shape[0]
+    q = bptr.shape[0] - 1
+    nch = (n + SPARSE_CHUNK - 1) // SPARSE_CHUNK
+    for c in prange(nch):
+        lo = c * SPARSE_CHUNK
+        hi = min(lo + SPARSE_CHUNK, n)
+        w = hi - lo
+        T = np.empty((d, w + 8))
+        _transpose_chunk(X, lo, hi, d, T)
+        scratch = np.empty(w)
+        sqc = sq[lo:hi]
+        for r in range(q):
+            o = out[dest[r]][lo:hi]
+            _sparse_row_dot(o, T, bidx, bval, bptr[r], bptr[r + 1])
+            _transform_chunk(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+
+
+def _times_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, coef, res):
+    """res[r] = sum_j k(b_r, X[j]) coef[j] (the gradient rebuild) for sparse rows b_r:
+    blocks of rows in parallel, kernel values never kept beyond one chunk."""
+    n = X.shape[0]
+    q = bptr.shape[0] - 1
+    nb = (q + SPARSE_CHUNK - 1) // SPARSE_CHUNK
+    for b in prange(nb):
+        r0 = b * SPARSE_CHUNK
+        r1 = min(r0 + SPARSE_CHUNK, q)
+        T = np.empty((d, SPARSE_CHUNK + 8))
+        buf = np.empty(SPARSE_CHUNK)
+        scratch = np.empty(SPARSE_CHUNK)
+        for r in range(r0, r1):
+            res[r] = 0.0
+        for lo in range(0, n, SPARSE_CHUNK):
+            hi = min(lo + SPARSE_CHUNK, n)
+            w = hi - lo
+            _transpose_chunk(X, lo, hi, d, T)
+            o = buf[:w]
+            sqc = sq[lo:hi]
+            cc = coef[lo:hi]
+            for r in range(r0, r1):
+                _sparse_row_dot(o, T, bidx, bval, bptr[r], bptr[r + 1])
+                _transform_chunk(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+                acc = 0.0
+                for t in range(w):
+                    acc += o[t] * cc[t]
+                res[r] += acc
 
 
 def _transform_py(D, code, gamma, coef0, degree, sq_rows, sq_all):
@@ -137,10 +301,15 @@ def _transform_py(D, code, gamma, coef0, degree, sq_rows, sq_all):
 #: the other thread can take a scheduler time slice on a busy machine.
 PARALLEL_MIN_WORK = 4_000_000
 
+_transpose_chunk = njit(cache=True)(_transpose_chunk)
+_sparse_row_dot = njit(cache=True, fastmath={"contract"})(_sparse_row_dot)
 _rows_dense_par = njit(cache=True, parallel=True)(_rows_dense_py)
 _rows_dense_ser = njit(cache=True)(_rows_dense_py)
-_rows_small_par = njit(cache=True, parallel=True)(_rows_small_py)
-_rows_small_ser = njit(cache=True)(_rows_small_py)
+_rows_small_par = njit(cache=True, parallel=True, fastmath={"contract"})(_rows_small_py)
+_rows_small_ser = njit(cache=True, fastmath={"contract"})(_rows_small_py)
+_rows_sparse_par = njit(cache=True, parallel=True)(_rows_sparse_py)
+_rows_sparse_ser = njit(cache=True)(_rows_sparse_py)
+_times_sparse = njit(cache=True, parallel=True)(_times_sparse_py)
 _transform_par = njit(cache=True, parallel=True)(_transform_py)
 _transform_ser = njit(cache=True)(_transform_py)
 
@@ -157,6 +326,7 @@ class KernelRows:
         self.code = kernel.code
         self.gamma, self.coef0, self.degree = kernel.params
         self.small = False
+        self.Xs = None  # CSR rows for the sparse-row products (low-density sparse input)
         if self.code == PRECOMPUTED:
             G = kernel(X, X) if kernel.name == "callable" else (X.toarray() if sp.issparse(X) else X)
             self.X = np.ascontiguousarray(G, dtype=np.float64)
@@ -165,6 +335,12 @@ class KernelRows:
             self.X = densify_if_cheap(X)
             self.X_orig = self.X
             self.small = not sp.issparse(self.X) and self.X.shape[1] <= ROWS_SMALL_D
+            if sp.issparse(X) and not sp.issparse(self.X) and not self.small \
+                    and X.nnz <= SPARSE_ROWS_MAX_DENSITY * X.shape[0] * X.shape[1]:
+                # sparse input densified for the columns: new rows still go in sparse
+                self.Xs = sp.csr_matrix(X, dtype=np.float64)
+                self.Xs.sum_duplicates()
+                self.d = X.shape[1]
             if not sp.issparse(self.X) and not self.small:
                 # zero columns up to a multiple of 8: the products are unchanged, and
                 # BLAS avoids a slow edge case for small odd widths (20x on 22 features)
@@ -211,6 +387,13 @@ class KernelRows:
         if self.code == PRECOMPUTED:
             out[dest, :m] = self.Xc[idx]
             return out
+        if self.Xs is not None:
+            Xi = self.Xs[idx]
+            big = Xi.nnz * m >= PARALLEL_MIN_WORK
+            (_rows_sparse_par if big else _rows_sparse_ser)(
+                self.Xc, self.d, Xi.indptr.astype(np.int64), Xi.indices.astype(np.int64), Xi.data,
+                self.sq[idx], self.sqc, self.code, self.gamma, self.coef0, float(self.degree), out, dest)
+            return out
         Xi = self.X[idx]
         if sp.issparse(self.X):
             Xi = Xi.toarray() if Xi.shape[1] <= 100_000 else Xi
@@ -226,13 +409,11 @@ class KernelRows:
             (_rows_small_par if big else _rows_small_ser)(
                 self.XcT, np.ascontiguousarray(Xi), self.sq[idx], self.sqc, self.code, self.gamma,
                 self.coef0, float(self.degree), out, dest)
-            _finish_rows(out, self.code, dest, m)
         else:
             big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
             (_rows_dense_par if big else _rows_dense_ser)(
                 self.Xc, np.ascontiguousarray(Xi), self.sq[idx], self.sqc, self.code, self.gamma,
                 self.coef0, float(self.degree), out, dest)
-            _finish_rows(out, self.code, dest, m)
         return out
 
     def times(self, rows, coef, targets):
@@ -241,17 +422,17 @@ class KernelRows:
             return np.zeros(targets.size)
         if self.code == PRECOMPUTED:
             return self.X[np.ix_(targets, rows)] @ coef
+        if self.Xs is not None or (not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D):
+            # compiled and fused (kernel value, exp, product with coef); the targets'
+            # nonzeros drive the products
+            Xt = self.Xs[targets] if self.Xs is not None else sp.csr_matrix(self.X[targets])
+            res = np.empty(targets.size)
+            _times_sparse(np.ascontiguousarray(self.X[rows]), Xt.shape[1], Xt.indptr.astype(np.int64),
+                          Xt.indices.astype(np.int64), Xt.data, self.sq[targets],
+                          np.ascontiguousarray(self.sq[rows]), self.code, self.gamma, self.coef0,
+                          float(self.degree), np.ascontiguousarray(coef, dtype=np.float64), res)
+            return res
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
-
-
-def _finish_rows(out, code, dest, m):
-    """exp / tanh on the first m entries of rows ``dest``."""
-    if code in (LINEAR, POLY):
-        return
-    fn = np.exp if code == RBF else np.tanh
-    for r in dest:
-        v = out[r, :m]
-        fn(v, out=v)
 
 
 @njit(cache=True)
@@ -366,6 +547,17 @@ def _gather_block(KB, rows, cols):
         for b in range(cols.shape[0]):
             out[a, b] = src[cols[b]]
     return out
+
+
+@njit(cache=True, parallel=True)
+def _compact_rows(KB, slots, pos):
+    """KB[s, :k] = KB[s, pos] for each slot s (pos increasing, so pos[t] >= t and
+    the copy can run in place from the left)."""
+    k = pos.shape[0]
+    for a in prange(slots.shape[0]):
+        row = KB[slots[a]]
+        for t in range(k):
+            row[t] = row[pos[t]]
 
 
 _grad_update_par = njit(cache=True, parallel=True)(_grad_update_py)
@@ -508,17 +700,26 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         stats["rebuild_time"] += time.perf_counter() - tr
 
     def set_active(new_act):
-        """Change the active set; kernel rows are rebuilt for the new columns."""
+        """Change the active set.  When it shrinks, the kernel rows already in the
+        working set are compacted onto the remaining columns (a gather, no kernel
+        values recomputed); when it grows they are computed again."""
         nonlocal act, vpos, m_cols
         act = new_act
         cols = np.unique(kidx[act])
         full = cols.size == n_data
+        old_pos = colpos[cols]
+        shrinks = cols.size <= m_cols and bool(np.all(old_pos >= 0))
         kr.set_columns(None if full else cols)
+        if shrinks:
+            held = np.flatnonzero(slot_data >= 0)
+            if held.size:
+                _compact_rows(KB, held.astype(np.int64), old_pos.astype(np.int64))
+        else:
+            slot_data[:] = -1  # rows hold the old columns
         colpos[:] = -1
         colpos[cols] = np.arange(cols.size)
         vpos = colpos[kidx[act]]
         m_cols = cols.size
-        slot_data[:] = -1  # rows hold the old columns
         keep = ws >= 0
         keep[keep] = np.isin(ws[keep], act)
         for s in np.flatnonzero(~keep & (ws >= 0)):
@@ -563,7 +764,7 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
                 set_active(act[~drop])
                 score, up, low = score[~drop], up[~drop], low[~drop]
         # ---- select: q/2 new violators (q at the start), balanced between I_up and I_low
-        n_new = q if rounds == 0 else max(q // 2, 1)
+        n_new = q if rounds == 0 else max(int(q * NEW_FRACTION), 1)
         free_ = ~in_ws[act]
         cand_up = np.flatnonzero(up & free_)
         cand_low = np.flatnonzero(low & free_)
@@ -586,7 +787,15 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         need = new_arr.size - empty.size
         if need > 0:
             filled = np.flatnonzero(ws >= 0)
-            oldest = filled[np.argsort(age[filled], kind="stable")[:need]]
+            if EVICT_BOUND_FIRST:
+                # members at a bound leave before free ones (oldest first within each):
+                # free variables come back as violators again and again
+                a_f = alpha[ws[filled]]
+                free_m = (a_f > 0) & (a_f < U[ws[filled]])
+                order = np.lexsort((age[filled], free_m))
+                oldest = filled[order[:need]]
+            else:
+                oldest = filled[np.argsort(age[filled], kind="stable")[:need]]
             slots = np.concatenate([empty, oldest])
         else:
             slots = empty[: new_arr.size]
