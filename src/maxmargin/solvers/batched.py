@@ -35,6 +35,7 @@ from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
 from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, SIGMOID, densify_if_cheap, row_norms_sq
+from ._kernel_rows import exp_nonpos
 from .base import Solution
 from .smo import compute_rho, initial_alpha, pair_step
 
@@ -84,53 +85,9 @@ def _finish(out, code, dest=None):
     return out
 
 
-LOG2E = 1.4426950408889634
-LN2_HI = 0.6931471803691238     # ln 2 split in two (Cody & Waite): kf * LN2_HI is exact
-LN2_LO = 1.9082149292705877e-10
-ROUND_MAGIC = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, kept in the low bits
-
 # The compiled loops below index 1-D slices from 0 (``o = out[r][lo:hi]``, then
 # ``o[t]``): with an offset index (``out[r, lo + t]``) Numba's negative-index
 # handling stops LLVM from vectorising them (measured: 3-4x slower).
-
-
-@njit(cache=True, fastmath={"contract"})
-def _exp_nonpos(o, scratch):
-    """``o[:] = exp(o)`` for arguments <= 0 (the RBF exponent), within 1 ulp of
-    ``np.exp``, in loops LLVM vectorises, so the exponential runs on a chunk while
-    it is still in the CPU cache and on every Numba thread.
-
-    exp(x) = 2^k exp(r) with k = round(x / ln 2), |r| <= ln2/2; exp(r) by its
-    Taylor polynomial of degree 13 (remainder < 1e-17); 2^k built in the exponent
-    bits.  Arguments below -708 give exp(-708) ~ 3e-308 instead of a subnormal:
-    an absolute error below 1e-307, far under anything a kernel value can matter."""
-    w = o.shape[0]
-    for t in range(w):
-        x = max(o[t], -708.0)
-        z = x * LOG2E + ROUND_MAGIC
-        kf = z - ROUND_MAGIC
-        r = (x - kf * LN2_HI) - kf * LN2_LO
-        v = 1.0 / 6227020800.0
-        v = v * r + 1.0 / 479001600.0
-        v = v * r + 1.0 / 39916800.0
-        v = v * r + 1.0 / 3628800.0
-        v = v * r + 1.0 / 362880.0
-        v = v * r + 1.0 / 40320.0
-        v = v * r + 1.0 / 5040.0
-        v = v * r + 1.0 / 720.0
-        v = v * r + 1.0 / 120.0
-        v = v * r + 1.0 / 24.0
-        v = v * r + 1.0 / 6.0
-        v = v * r + 0.5
-        v = v * r + 1.0
-        o[t] = v * r + 1.0
-        scratch[t] = z
-    bits = scratch[:w].view(np.int64)
-    for t in range(w):
-        bits[t] = (bits[t] + 1023) << 52  # the low bits of z hold k: into the exponent field
-    scale = scratch[:w]
-    for t in range(w):
-        o[t] *= scale[t]
 
 
 @njit(cache=True)
@@ -142,7 +99,7 @@ def _transform_chunk(o, code, gamma, coef0, degree, a, sqc, scratch):
         for t in range(w):
             d = a + sqc[t] - 2.0 * o[t]
             o[t] = -gamma * max(d, 0.0)
-        _exp_nonpos(o, scratch)
+        exp_nonpos(o, scratch)
     elif code == POLY:
         ideg = int(degree)
         if ideg == degree and 0 <= ideg <= 16:  # integer powers by products (pow is 4x slower)
