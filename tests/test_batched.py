@@ -193,3 +193,27 @@ def test_solver_on_each_row_path_matches_qp(case):
     assert sol.objective == pytest.approx(ref, rel=1e-6)
     assert kkt_violation(Q, prob.p, y, prob.upper, sol.alpha) < 1e-7
     assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+
+
+# ------------------------------------------------------------------ the nu-variant
+def test_nu_estimators_take_the_batched_solver(rng):
+    from sklearn.datasets import make_regression
+
+    from maxmargin import NuSVC, NuSVR
+
+    X, y = _data(rng, n=300)
+    a = NuSVC(nu=0.3, solver="batched", tol=1e-7).fit(X, y)
+    b = NuSVC(nu=0.3, solver="smo", tol=1e-7).fit(X, y)
+    da, db = a.decision_function(X), b.decision_function(X)
+    np.testing.assert_allclose(da, db, atol=1e-4 * np.abs(db).max())  # both at tol 1e-7, then scaled by 1/r
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-6)
+    assert np.array_equal(a.predict(X), b.predict(X))
+    Xr, yr = make_regression(200, 4, noise=5.0, random_state=0)
+    a = NuSVR(nu=0.4, C=10.0, solver="batched", tol=1e-7).fit(Xr, yr)
+    b = NuSVR(nu=0.4, C=10.0, solver="smo", tol=1e-7).fit(Xr, yr)
+    np.testing.assert_allclose(a.predict(Xr), b.predict(Xr), atol=1e-4 * np.abs(yr).max())
+    assert a.epsilon_ == pytest.approx(b.epsilon_, abs=1e-5)
+    with pytest.raises(ValueError, match="solver"):
+        NuSVC(solver="qp").fit(X, y)
+    with pytest.raises(ValueError, match="solver"):
+        NuSVR(solver="qp").fit(Xr, yr)

@@ -16,7 +16,11 @@ from sklearn.svm import NuSVR as SkNuSVR
 from maxmargin import SVC, NuSVC, NuSVR
 from maxmargin.kernels import make_kernel
 from maxmargin.problem import nu_svc_problem, nu_svr_problem
-from maxmargin.solvers import smo
+from maxmargin.solvers import batched, smo
+
+#: both solvers with a nu-variant; the batched one also with a working set smaller than n
+NU_SOLVERS = {"smo": smo.solve, "batched": batched.solve,
+              "batched-q8": lambda prob, **kw: batched.solve(prob, working_set_size_=8, **kw)}
 
 
 def qp_reference_nu(Q, p, y, upper, sums):
@@ -54,13 +58,14 @@ KERNELS = [("linear", {}), ("rbf", {"gamma": 0.5}), ("poly", {"gamma": 0.3, "deg
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("kernel,kw", KERNELS)
 @pytest.mark.parametrize("nu", [0.4, 0.7])
-def test_nu_solver_matches_qp_reference(rng, kernel, kw, sparse, nu):
+@pytest.mark.parametrize("solver", sorted(NU_SOLVERS))
+def test_nu_solver_matches_qp_reference(rng, kernel, kw, sparse, nu, solver):
     X, y = _class_data(rng, sparse=sparse)
     w = rng.uniform(0.5, 2.0, size=y.shape[0])
     prob = nu_svc_problem(X, make_kernel(kernel, X=X, **kw), y, nu, w)
     sums = (prob.alpha0[y > 0].sum(), prob.alpha0[y < 0].sum())
     assert sums[0] == pytest.approx(nu * w.sum() / 2) and sums[1] == pytest.approx(nu * w.sum() / 2)
-    sol = smo.solve(prob, tol=1e-8)
+    sol = NU_SOLVERS[solver](prob, tol=1e-8)
     Q = prob.q_matrix()
     _, ref = qp_reference_nu(Q, prob.p, y, w, sums)
     assert sol.converged
@@ -89,12 +94,13 @@ def test_nu_solver_shrinking_and_tiny_cache(rng, shrinking):
 
 
 @pytest.mark.parametrize("kernel,kw", KERNELS[:2])
-def test_nu_svr_solver_matches_qp_reference(rng, kernel, kw):
+@pytest.mark.parametrize("solver", sorted(NU_SOLVERS))
+def test_nu_svr_solver_matches_qp_reference(rng, kernel, kw, solver):
     X = rng.normal(size=(50, 3))
     z = X @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.normal(size=50)
     C = 2.0 * rng.uniform(0.5, 1.5, size=50)
     prob = nu_svr_problem(X, make_kernel(kernel, X=X, **kw), z, C, 0.4)
-    sol = smo.solve(prob, tol=1e-8)
+    sol = NU_SOLVERS[solver](prob, tol=1e-8)
     Q = prob.q_matrix()
     sums = (prob.alpha0[:50].sum(), prob.alpha0[50:].sum())
     _, ref = qp_reference_nu(Q, prob.p, prob.y, prob.upper, sums)

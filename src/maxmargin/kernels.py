@@ -29,6 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ._jit import parallel_and_serial
+
 LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED = 0, 1, 2, 3, 4
 
 
@@ -42,8 +44,7 @@ def _rbf_exponent_py(D, sqx, sqz, gamma):
             D[i, j] = -gamma * (d if d > 0.0 else 0.0)
 
 
-_rbf_exponent_par = njit(cache=True, parallel=True)(_rbf_exponent_py)
-_rbf_exponent_ser = njit(cache=True)(_rbf_exponent_py)
+_rbf_exponent_par, _rbf_exponent_ser = parallel_and_serial(_rbf_exponent_py)
 
 
 def _rbf_exponent(D, sqx, sqz, gamma):
@@ -91,8 +92,7 @@ def _small_dot_py(X, ZT, out):
                 o[j] += xf * z[j]
 
 
-_small_dot_par = njit(cache=True, parallel=True)(_small_dot_py)
-_small_dot_ser = njit(cache=True)(_small_dot_py)
+_small_dot_par, _small_dot_ser = parallel_and_serial(_small_dot_py)
 
 
 def small_dot(X, Z):

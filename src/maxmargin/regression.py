@@ -44,7 +44,7 @@ from .solvers import smo
 from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, warn_not_converged
 
 
-#: solvers of the estimators with one decision function (the nu-types need SMO's nu-variant)
+#: solvers of the estimators with one decision function
 SOLVERS = ("smo", "batched", "auto")
 
 
@@ -75,7 +75,7 @@ class BaseSingleSVM(BaseKernelSVM):
             raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
 
     def _solve(self, problem):
-        solver = getattr(self, "solver", "smo")  # NuSVR: the nu-variant of SMO only
+        solver = getattr(self, "solver", "smo")
         if solver == "auto":
             solver = "batched" if problem.n_var >= AUTO_BATCHED_MIN_N else "smo"
         if solver == "batched":
@@ -251,7 +251,7 @@ class NuSVR(_BaseRegressor):
     nu : float in (0, 1], default=0.5
     C : float, default=1.0
     kernel, degree, gamma, coef0, shrinking, tol, cache_size, verbose, max_iter, sigma,
-    callback, time_limit : as in :class:`SVR`.
+    callback, time_limit, solver : as in :class:`SVR` (both solvers have the nu-variant).
 
     Attributes
     ----------
@@ -263,9 +263,10 @@ class NuSVR(_BaseRegressor):
 
     def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  tol=1e-3, cache_size=200, verbose=False, max_iter=-1, sigma=None, callback=None,
-                 time_limit=None):
+                 time_limit=None, solver="auto"):
         self.nu = nu
         self.C = C
+        self.solver = solver
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -284,6 +285,7 @@ class NuSVR(_BaseRegressor):
         _check_nu(self.nu)
         _check_positive("C", self.C)
         self._check_solver_params()
+        self._check_solver()
         t0 = time.perf_counter()
 
         def build(Xs, kern, z, w):

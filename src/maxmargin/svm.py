@@ -25,6 +25,7 @@ options); :mod:`maxmargin.regression` and :mod:`maxmargin.oneclass` build on it.
 from __future__ import annotations
 
 import numbers
+import os
 import time
 import warnings
 
@@ -301,14 +302,18 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self.classes_ = classes
         kern = self._fit_kernel(X)
         fits = []
-        with smo.kernel_row_pool(self._row_pool()):
-            for p_no, (rows, ysub) in enumerate(members):
-                Xs = self._subset(X, rows, precomputed)
-                options = self._solver_options(p_no, len(pairs))
-                fit = self._fit_pair(Xs, ysub, C_all[rows], kern, options, None if warm is None else warm[p_no])
-                fits.append(fit)
-                if fit.status == "callback":
-                    break
+        workers = self._pair_workers(members, warm)
+        if workers > 1:
+            fits = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers)
+        else:
+            with smo.kernel_row_pool(self._row_pool()):
+                for p_no, (rows, ysub) in enumerate(members):
+                    Xs = self._subset(X, rows, precomputed)
+                    options = self._solver_options(p_no, len(pairs))
+                    fit = self._fit_pair(Xs, ysub, C_all[rows], kern, options, None if warm is None else warm[p_no])
+                    fits.append(fit)
+                    if fit.status == "callback":
+                        break
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
         if self.probability:
             self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed)
@@ -320,6 +325,49 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if not precomputed:
             self._get_kernel()  # prepared here, so that predicting leaves __dict__ unchanged
         return self
+
+    def _pair_workers(self, members, warm):
+        """How many one-vs-one problems to solve at once (threads).
+
+        More than one only where it is safe and pays: several pairs, all small enough
+        for the two-variable SMO (whose compiled loop releases the GIL; the batched
+        solver already uses every core), no callback, no verbose output, no warm
+        start (its row pool is per thread) and the estimator's pairs solved by SMO.
+        Each thread gets ``cache_size / workers``, so the memory bound is unchanged.
+        """
+        cores = os.cpu_count() or 1
+        if cores < 2 or len(members) < 2 or warm is not None or self.callback is not None or self.verbose:
+            return 1
+        if getattr(self, "warm_start", False) or not self._pairs_use_smo():
+            return 1
+        small = sum(rows.shape[0] < formulations.AUTO_BATCHED_MIN_N for rows, _ in members)
+        return min(cores, small) if small >= 2 else 1
+
+    def _pairs_use_smo(self):  # pragma: no cover - per estimator
+        return False
+
+    def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers):
+        """The one-vs-one fits: pairs of at least ``AUTO_BATCHED_MIN_N`` points one
+        after the other (their solver runs on every core), then the small ones on
+        ``workers`` threads with ``cache_size / workers`` each; returned in pair order."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        n_pairs = len(members)
+
+        def one(p_no, cache):
+            rows, ysub = members[p_no]
+            options = dict(self._solver_options(p_no, n_pairs), cache_size=cache)
+            return self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options, None)
+
+        big = [p for p in range(n_pairs) if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
+        small = [p for p in range(n_pairs) if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
+        fits = [None] * n_pairs
+        for p_no in big:
+            fits[p_no] = one(p_no, float(self.cache_size))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for p_no, fit in zip(small, pool.map(lambda p: one(p, float(self.cache_size) / workers), small)):
+                fits[p_no] = fit
+        return fits
 
     def _previous_alphas(self, n, classes, pairs, members):
         """Per binary problem, the previous fit's multipliers on its rows (warm start), or None.
@@ -418,11 +466,37 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             train_decision = fits[0].extra.get("train_decision")
             if train_decision is not None:
                 dec = -np.asarray(train_decision, dtype=np.float64).reshape(-1, 1)
-        if dec is None:
-            dec = self._ovo_decision(X)
-        pred = self._predict_from_ovo(dec)
-        self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
+        if dec is None and n_classes > 2 and not (self.break_ties and self.decision_function_shape == "ovr") \
+                and all(f.extra.get("train_decision") is not None for f in fits):
+            self.train_error_ = self._train_error_by_votes(X, y_idx, fits, members)
+        else:
+            if dec is None:
+                dec = self._ovo_decision(X)
+            pred = self._predict_from_ovo(dec)
+            self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
         warn_not_converged(self.tol, fits, stacklevel=4)
+
+    def _train_error_by_votes(self, X, y_idx, fits, members):
+        """The voting rule's training error, with kernel products only where needed.
+
+        A training point of class c takes part in the k-1 pairs (c, e), whose solvers
+        give its decision values for free (from their gradients).  If c wins all of
+        them, c has k-1 votes and every other class at most k-2: the vote picks c,
+        whatever the other pairs say.  Only the points that lose some pair of their
+        own class (or were left out of a pair, zero weight) need the decision values
+        of every pair, computed from the support vectors."""
+        n, k = X.shape[0], self.classes_.shape[0]
+        wins = np.zeros(n, dtype=np.int64)
+        for fit, (rows, ysub) in zip(fits, members):
+            first = np.asarray(fit.extra["train_decision"]) > 0  # the vote goes to the pair's first class
+            own_first = ysub > 0
+            wins[rows[own_first & first]] += 1
+            wins[rows[~own_first & ~first]] += 1
+        rest = np.flatnonzero(wins < k - 1)
+        if rest.size == 0:
+            return 0.0
+        pred = self._predict_from_ovo(self._ovo_decision(X[rest]))
+        return float(np.sum(pred != self.classes_[y_idx[rest]])) / n
 
     def _w_norm_of(self, fit, rows, ysub, C_all, X, kern):
         """||w|| in feature space of one binary problem."""
@@ -760,6 +834,11 @@ class SVC(BaseSVMClassifier):
     def _upper_bounds(self, weights):
         return self.C * weights
 
+    def _pairs_use_smo(self):
+        if self.solver_options and "callback" in self.solver_options:
+            return False
+        return formulations.resolve_solver(self.formulation, self.solver, 1) == "smo"
+
     def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
         if alpha0 is not None:
             options = dict(options, alpha0=alpha0)
@@ -812,6 +891,10 @@ class NuSVC(BaseSVMClassifier):
     max_iter, decision_function_shape, break_ties, random_state, sigma, callback,
     time_limit, predict_from_proba :
         as in :class:`SVC`.
+    solver : {'auto', 'smo', 'batched'}, default='auto'
+        The nu-variant of SMO or of the batched working-set solver; 'auto' takes
+        the batched one for binary problems of at least
+        ``maxmargin.formulations.AUTO_BATCHED_MIN_N`` points, as :class:`SVC` does.
     class_weight : dict or 'balanced', default=None
         Multiplies the bounds (the weights :math:`w_i`) per class.  Unlike
         scikit-learn's NuSVC, which accepts and ignores it, the weights are used.
@@ -825,8 +908,9 @@ class NuSVC(BaseSVMClassifier):
     def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability=False, tol=1e-3, cache_size=200, class_weight=None, verbose=False,
                  max_iter=-1, decision_function_shape="ovr", break_ties=False, random_state=None,
-                 sigma=None, callback=None, time_limit=None, predict_from_proba=False):
+                 sigma=None, callback=None, time_limit=None, predict_from_proba=False, solver="auto"):
         self.nu = nu
+        self.solver = solver
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -848,6 +932,8 @@ class NuSVC(BaseSVMClassifier):
 
     def _check_box_params(self):
         _check_nu(self.nu)
+        if self.solver not in ("auto", "smo", "batched"):
+            raise ValueError(f"solver must be one of ('auto', 'smo', 'batched'), got {self.solver!r}")
 
     def _upper_bounds(self, weights):
         return np.asarray(weights, dtype=np.float64)
@@ -866,6 +952,9 @@ class NuSVC(BaseSVMClassifier):
                     f"nu <= 2 min(n_a, n_b) / (n_a + n_b) = {limit:.6g} (weighted class sizes {wa:g} and {wb:g})"
                 )
 
+    def _pairs_use_smo(self):
+        return self.solver in ("auto", "smo")
+
     def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
         if alpha0 is not None:  # pragma: no cover - NuSVC has no warm start
             raise ValueError("NuSVC does not take a starting point")
@@ -880,7 +969,15 @@ class NuSVC(BaseSVMClassifier):
     def _fit_fold_problem(self, problem, options, alpha0, details=False):
         """Solve a nu-SVC problem from LIBSVM's start and rescale the solution by 1/r."""
         y = problem.y
-        sol = smo.solve(problem, **options)
+        solver = self.solver
+        if solver == "auto":
+            solver = "batched" if problem.n_var >= formulations.AUTO_BATCHED_MIN_N else "smo"
+        if solver == "batched":
+            from .solvers import batched
+
+            sol = batched.solve(problem, **options)
+        else:
+            sol = smo.solve(problem, **options)
         r = float(sol.extra["r"])
         if not r > 0:
             raise ValueError(
@@ -893,7 +990,7 @@ class NuSVC(BaseSVMClassifier):
         fit = formulations.BinaryFit(
             alpha=alpha, rho=float(rho), objective=float(obj), n_iter=int(sol.n_iter),
             violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,
-            extra=dict(sol.extra, r=r), formulation="nu", solver="smo",
+            extra=dict(sol.extra, r=r), formulation="nu", solver=solver,
         )
         if details:
             s_train = y * (sol.grad - problem.p) / r  # sum_j alpha_j y_j K_ij at the training rows

@@ -34,10 +34,11 @@ import scipy.sparse as sp
 from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
+from .._jit import parallel, parallel_and_serial
 from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, SIGMOID, densify_if_cheap, row_norms_sq
 from ._kernel_rows import exp_nonpos
 from .base import Solution
-from .smo import compute_rho, initial_alpha, pair_step
+from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 
 TAU = 1e-12
 #: kernel rows of data with at most this many features come from a compiled loop;
@@ -184,14 +185,29 @@ def _transpose_chunk(X, lo, hi, d, T):
 
 
 def _sparse_row_dot(o, T, bidx, bval, k0, k1):
-    """o[:] = sum_k bval[k] T[bidx[k], :w] over the nonzeros k0..k1 of one sparse row."""
+    """o[:] = sum_k bval[k] T[bidx[k], :w] over the nonzeros k0..k1 of one sparse row
+    (four nonzeros per pass over ``o``: a third of the loads and stores of one)."""
     w = o.shape[0]
     o[:] = 0.0
-    for k in range(k0, k1):
+    k = k0
+    while k + 4 <= k1:
+        v0 = bval[k]
+        v1 = bval[k + 1]
+        v2 = bval[k + 2]
+        v3 = bval[k + 3]
+        T0 = T[bidx[k]]
+        T1 = T[bidx[k + 1]]
+        T2 = T[bidx[k + 2]]
+        T3 = T[bidx[k + 3]]
+        for t in range(w):
+            o[t] += (v0 * T0[t] + v1 * T1[t]) + (v2 * T2[t] + v3 * T3[t])
+        k += 4
+    while k < k1:
         v = bval[k]
         Tf = T[bidx[k]]
         for t in range(w):
             o[t] += v * Tf[t]
+        k += 1
 
 
 def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, out, dest):
@@ -260,15 +276,12 @@ PARALLEL_MIN_WORK = 4_000_000
 
 _transpose_chunk = njit(cache=True)(_transpose_chunk)
 _sparse_row_dot = njit(cache=True, fastmath={"contract"})(_sparse_row_dot)
-_rows_dense_par = njit(cache=True, parallel=True)(_rows_dense_py)
-_rows_dense_ser = njit(cache=True)(_rows_dense_py)
-_rows_small_par = njit(cache=True, parallel=True, fastmath={"contract"})(_rows_small_py)
-_rows_small_ser = njit(cache=True, fastmath={"contract"})(_rows_small_py)
-_rows_sparse_par = njit(cache=True, parallel=True)(_rows_sparse_py)
-_rows_sparse_ser = njit(cache=True)(_rows_sparse_py)
-_times_sparse = njit(cache=True, parallel=True)(_times_sparse_py)
-_transform_par = njit(cache=True, parallel=True)(_transform_py)
-_transform_ser = njit(cache=True)(_transform_py)
+# (parallel_and_serial: one cache entry each; see maxmargin._jit)
+_rows_dense_par, _rows_dense_ser = parallel_and_serial(_rows_dense_py)
+_rows_small_par, _rows_small_ser = parallel_and_serial(_rows_small_py, fastmath={"contract"})
+_rows_sparse_par, _rows_sparse_ser = parallel_and_serial(_rows_sparse_py)
+_times_sparse = parallel(_times_sparse_py)
+_transform_par, _transform_ser = parallel_and_serial(_transform_py)
 
 
 class KernelRows:
@@ -476,6 +489,93 @@ def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
     return it, first_viol
 
 
+@njit(cache=True)
+def _inner_smo_nu(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
+    """As :func:`_inner_smo` for the nu-variant (two equality constraints, one per
+    class): both variables of a step come from the same class, the first the most
+    violating in its class, the second by WSS3 against it (LIBSVM's Solver_NU)."""
+    q = ws.shape[0]
+    first_viol = -1.0
+    it = 0
+    while it < max_iter:
+        gmaxp = -np.inf
+        gmaxn = -np.inf
+        sp_ = -1
+        sn_ = -1
+        for s in range(q):
+            v = ws[s]
+            if y[v] > 0:
+                if alpha[v] < U[v] and -Gl[s] >= gmaxp:
+                    gmaxp = -Gl[s]
+                    sp_ = s
+            else:
+                if alpha[v] > 0.0 and Gl[s] >= gmaxn:
+                    gmaxn = Gl[s]
+                    sn_ = s
+        gmaxp2 = -np.inf
+        gmaxn2 = -np.inf
+        sj = -1
+        best = np.inf
+        for s in range(q):
+            v = ws[s]
+            if y[v] > 0:
+                if alpha[v] <= 0.0:
+                    continue
+                val = Gl[s]
+                if val > gmaxp2:
+                    gmaxp2 = val
+                b = gmaxp + val
+                if sp_ >= 0 and b > 0.0:
+                    a = QD[ws[sp_]] + QD[v] - 2.0 * KB[sp_, s]
+                    if a <= 0.0:
+                        a = TAU
+                    obj = -(b * b) / a
+                    if obj <= best:
+                        best = obj
+                        sj = s
+            else:
+                if alpha[v] >= U[v]:
+                    continue
+                val = -Gl[s]
+                if val > gmaxn2:
+                    gmaxn2 = val
+                b = gmaxn + val
+                if sn_ >= 0 and b > 0.0:
+                    a = QD[ws[sn_]] + QD[v] - 2.0 * KB[sn_, s]
+                    if a <= 0.0:
+                        a = TAU
+                    obj = -(b * b) / a
+                    if obj <= best:
+                        best = obj
+                        sj = s
+        viol = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
+        if first_viol < 0.0:
+            first_viol = viol
+        if viol < eps or sj < 0:
+            break
+        si = sp_ if y[ws[sj]] > 0 else sn_
+        i = ws[si]
+        j = ws[sj]
+        old_ai = alpha[i]
+        old_aj = alpha[j]
+        quad = QD[i] + QD[j] - 2.0 * KB[si, sj]
+        if quad <= 0.0:
+            quad = TAU
+        ai, aj = pair_step(False, old_ai, old_aj, Gl[si], Gl[sj], U[i], U[j], quad)
+        alpha[i] = ai
+        alpha[j] = aj
+        dai = (ai - old_ai) * y[i]
+        daj = (aj - old_aj) * y[j]
+        Ki = KB[si]
+        Kj = KB[sj]
+        for s in range(q):
+            Gl[s] += y[ws[s]] * (Ki[s] * dai + Kj[s] * daj)
+        Gl[si] += shift[i] * (ai - old_ai)
+        Gl[sj] += shift[j] * (aj - old_aj)
+        it += 1
+    return it, first_viol
+
+
 def _grad_update_py(KB, rows, coef, vars_, vpos, y, G, m):
     """G[v] += y[v] * sum_r coef[r] * KB[rows[r], vpos[k]] for v = vars_[k]
     (the sums over column blocks in parallel)."""
@@ -492,6 +592,19 @@ def _grad_update_py(KB, rows, coef, vars_, vpos, y, G, m):
     for k in range(vars_.shape[0]):
         v = vars_[k]
         G[v] += y[v] * acc[vpos[k]]
+
+
+@njit(cache=True)
+def _refresh_block(KB, KS, fresh, occ, cp):
+    """KS[s, t] = KS[t, s] = K(member s, member t) for the slots ``s`` in ``fresh``
+    and every occupied slot ``t`` (``cp[t]``: the column of t's data row in KB)."""
+    for a in range(fresh.shape[0]):
+        s = fresh[a]
+        row = KB[s]
+        for b in range(occ.shape[0]):
+            t = occ[b]
+            KS[s, t] = row[cp[t]]
+            KS[t, s] = KB[t, cp[s]]
 
 
 @njit(cache=True)
@@ -517,8 +630,7 @@ def _compact_rows(KB, slots, pos):
             row[t] = row[pos[t]]
 
 
-_grad_update_par = njit(cache=True, parallel=True)(_grad_update_py)
-_grad_update_ser = njit(cache=True)(_grad_update_py)
+_grad_update_par, _grad_update_ser = parallel_and_serial(_grad_update_py)
 
 
 def _grad_update(KB, rows, coef, vars_, vpos, y, G, m):
@@ -554,6 +666,36 @@ def _violators(act, y, G, alpha, U):
         if lo and s < gmin:
             gmin = s
     return score, up, low, gmax - gmin, gmax, -gmin
+
+
+@njit(cache=True)
+def _violators_nu(act, y, G, alpha, U):
+    """As :func:`_violators` for the nu-variant: the violation is the larger of the
+    two classes' (each class has its own equality constraint)."""
+    m = act.shape[0]
+    score = np.empty(m)
+    up = np.zeros(m, dtype=np.bool_)
+    low = np.zeros(m, dtype=np.bool_)
+    gmax = np.array([-np.inf, -np.inf])  # per class (+1, -1): max over I_up of -y G
+    gmin = np.array([np.inf, np.inf])    # min over I_low of -y G
+    for k in range(m):
+        t = act[k]
+        s = -y[t] * G[t]
+        score[k] = s
+        c = 0 if y[t] > 0 else 1
+        if y[t] > 0:
+            u = alpha[t] < U[t]
+            lo = alpha[t] > 0.0
+        else:
+            u = alpha[t] > 0.0
+            lo = alpha[t] < U[t]
+        up[k] = u
+        low[k] = lo
+        if u and s > gmax[c]:
+            gmax[c] = s
+        if lo and s < gmin[c]:
+            gmin[c] = s
+    return score, up, low, gmax[0] - gmin[0], gmax[1] - gmin[1]
 
 
 @njit(cache=True)
@@ -607,8 +749,11 @@ def solve(problem, **options):
 def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=None,
            callback=None, time_limit=None, verbose=False, callback_info=None, shrinking=True,
            inner_max_iter=None):
-    if problem.nu_constraints:
-        raise NotImplementedError("the batched solver does not serve nu-type problems yet; use solver='smo'")
+    nu = bool(problem.nu_constraints)
+    if nu:
+        # the nu-variant runs without shrinking: LIBSVM's per-class shrinking rule is
+        # not carried over (yet), so the rounds look at every variable
+        shrinking = False
     t0 = time.perf_counter()
     kr = KernelRows(problem.X, problem.kernel)
     n_data = kr.n
@@ -625,6 +770,8 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
     inner_max = inner_max_iter or 10 * q
 
     KB = np.empty((q, n_data))           # kernel rows of the working set, one slot each
+    KS = np.empty((q, q))                # kernel among the members, by slot (Q_BB without y)
+    ks_member = np.full(q, -1, dtype=np.int64)  # the member each slot had when KS was filled
     ws = np.full(q, -1, dtype=np.int64)  # variable in each slot (-1: empty)
     slot_data = np.full(q, -1, dtype=np.int64)  # data row whose kernel row the slot holds
     in_ws = np.zeros(n_var, dtype=bool)
@@ -697,7 +844,12 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
     stalls = 0
     unshrunk = False
     while True:
-        score, up, low, viol, gmax1, gmax2 = _violators(act, y, G, alpha, U)
+        if nu:
+            score, up, low, viol_pos, viol_neg = _violators_nu(act, y, G, alpha, U)
+            viol = max(viol_pos, viol_neg)
+            gmax1 = gmax2 = 0.0
+        else:
+            score, up, low, viol, gmax1, gmax2 = _violators(act, y, G, alpha, U)
         if viol < tol or (UNSHRINK_EARLY and shrinking and not unshrunk and act.size < n_var
                           and viol <= 10 * tol):
             if act.size < n_var:
@@ -723,15 +875,22 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         # ---- select: q/2 new violators (q at the start), balanced between I_up and I_low
         n_new = q if rounds == 0 else max(int(q * NEW_FRACTION), 1)
         free_ = ~in_ws[act]
-        cand_up = np.flatnonzero(up & free_)
-        cand_low = np.flatnonzero(low & free_)
-        top_up = act[_top(cand_up, -score[cand_up], n_new)]
-        top_low = act[_top(cand_low, score[cand_low], n_new)]
+        if nu:  # per class, the more violating class first: each has its own pairs
+            pos = y[act] > 0
+            groups = (free_ & pos, free_ & ~pos) if viol_pos >= viol_neg else (free_ & ~pos, free_ & pos)
+        else:
+            groups = (free_,)
+        lists = []
+        for g in groups:
+            cand_up = np.flatnonzero(up & g)
+            cand_low = np.flatnonzero(low & g)
+            lists.append(act[_top(cand_up, -score[cand_up], n_new)])
+            lists.append(act[_top(cand_low, score[cand_low], n_new)])
         new = []
         seen = set()
         k = 0
-        while len(new) < n_new and (k < top_up.size or k < top_low.size):
-            for src in (top_up, top_low):
+        while len(new) < n_new and any(k < src.size for src in lists):
+            for src in lists:
                 if k < src.size and len(new) < n_new:
                     v = int(src[k])
                     if v not in seen:
@@ -768,16 +927,23 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         if todo.size:
             kr.compute(kidx[ws[todo]], KB, todo)
             slot_data[todo] = kidx[ws[todo]]
+        # ---- Q_BB: refresh the entries of slots whose member changed
+        fresh = np.flatnonzero((ws >= 0) & (ks_member != ws))
+        if fresh.size:
+            cp = np.full(q, -1, dtype=np.int64)
+            cp[occ] = colpos[kidx[ws[occ]]]
+            _refresh_block(KB, KS, fresh.astype(np.int64), occ.astype(np.int64), cp)
+            ks_member[fresh] = ws[fresh]
         # ---- inner SMO on the working set
         ws_occ = ws[occ]
-        KBB = _gather_block(KB, occ, colpos[kidx[ws_occ]])
+        KBB = KS if occ.size == q else KS[np.ix_(occ, occ)]
         a_old = alpha[ws_occ].copy()
         Gl = G[ws_occ].copy()
         eps = max(0.5 * tol, INNER_TOL_FACTOR * viol)
         steps = inner_max
         if max_iter is not None and max_iter >= 0:
             steps = min(steps, max_iter - n_iter)
-        it, _ = _inner_smo(KBB, ws_occ, y, U, QD, shift, alpha, Gl, eps, steps)
+        it, _ = (_inner_smo_nu if nu else _inner_smo)(KBB, ws_occ, y, U, QD, shift, alpha, Gl, eps, steps)
         n_iter += it
         rounds += 1
         # ---- gradient of the active variables
@@ -818,10 +984,15 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         mask = np.zeros(n_var, dtype=bool)
         mask[act] = True
         rebuild_inactive_gradient(mask)
-    rho = compute_rho(y, G, alpha, U)
+    extra = {}
+    if nu:
+        rho, r = compute_rho_nu(y, G, alpha, U)
+        extra["r"] = float(r)
+    else:
+        rho = compute_rho(y, G, alpha, U)
     objective = float(0.5 * alpha @ (G + p))
     if verbose:
         print(f"[batched] {status}: rounds {rounds}, iter {n_iter}, violation {viol:.3e}, objective {objective:.6g}")
     return Solution(alpha=alpha, rho=rho, objective=objective, n_iter=n_iter, violation=float(viol),
                     converged=status == "converged", grad=G, status=status,
-                    extra={"rounds": rounds, "working_set_size": q, **stats})
+                    extra={**extra, "rounds": rounds, "working_set_size": q, **stats})

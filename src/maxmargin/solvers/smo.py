@@ -445,7 +445,7 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
     return G, Gbar
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
          rows, slot_of, row_of, stamp, full, epoch_of, counters,
          kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate,
