@@ -597,14 +597,16 @@ def _grad_update_py(KB, rows, coef, vars_, vpos, y, G, m):
 @njit(cache=True)
 def _refresh_block(KB, KS, fresh, occ, cp):
     """KS[s, t] = KS[t, s] = K(member s, member t) for the slots ``s`` in ``fresh``
-    and every occupied slot ``t`` (``cp[t]``: the column of t's data row in KB)."""
+    and every occupied slot ``t`` (``cp[t]``: the column of t's data row in KB), from
+    the rows of the fresh members only (the solver takes Q symmetric throughout)."""
     for a in range(fresh.shape[0]):
         s = fresh[a]
         row = KB[s]
         for b in range(occ.shape[0]):
             t = occ[b]
-            KS[s, t] = row[cp[t]]
-            KS[t, s] = KB[t, cp[s]]
+            v = row[cp[t]]
+            KS[s, t] = v
+            KS[t, s] = v
 
 
 @njit(cache=True)
