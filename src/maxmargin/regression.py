@@ -172,7 +172,7 @@ class SVR(_BaseRegressor):
     solver : {'smo', 'batched', 'auto'}, default='auto'
         :mod:`maxmargin.solvers.smo` (two variables per step) or the batched
         working-set solver :mod:`maxmargin.solvers.batched` (BLAS kernel blocks);
-        ``'auto'`` (as in :class:`maxmargin.SVC`) takes the batched one from 2000
+        ``'auto'`` (as in :class:`maxmargin.SVC`) takes the batched one from 4000
         dual variables (``2 n`` for SVR) on.  ``warm_start`` keeps kernel rows
         for SMO only; both start from the previous multipliers.
     warm_start : bool, default=False

@@ -742,7 +742,7 @@ class SVC(BaseSVMClassifier):
         See :data:`maxmargin.formulations.FORMULATIONS`.
     solver : str, default='auto'
         See :data:`maxmargin.formulations.SOLVERS`. ``'auto'`` takes the batched
-        working-set solver for binary problems of 2000 points or more and SMO
+        working-set solver for binary problems of 4000 points or more and SMO
         below (the natural solver for 'l2-simplex' and 'zero-one').
     solver_options : dict or None, default=None
         Options of the chosen solver or bias rule, passed through to
@@ -762,7 +762,7 @@ class SVC(BaseSVMClassifier):
         kept (at most ``cache_size`` MB, on the estimator, never pickled) and
         reused while data and kernel stay the same: a grid over C costs far less
         than independent fits (gamma changes reuse the multipliers only; the
-        batched solver, which ``'auto'`` picks from 2000 points on, gains less).
+        batched solver, which ``'auto'`` picks from 4000 points on, gains less).
         Other training rows or classes fall back to a cold start.
     predict_from_proba : bool, default=False
         With ``probability=True``: ``predict`` returns ``argmax(predict_proba)``,
