@@ -8,7 +8,7 @@ from maxmargin import SVC
 from maxmargin.kernels import make_kernel
 from maxmargin.problem import DualProblem, csvc_problem
 from maxmargin.solvers import batched, smo
-from maxmargin.solvers._kernel_rows import exp_nonpos
+from maxmargin.kernels import exp_nonpos
 
 
 def _data(rng, n=120, d=4, sparse=False, dup=0):

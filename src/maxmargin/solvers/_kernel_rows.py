@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels import PRECOMPUTED, RBF, row_norms_sq
+from ..kernels import PRECOMPUTED, RBF, exp_nonpos, row_norms_sq
 
 KernelData = namedtuple("KernelData", "code kp X data indices indptr sqn sparse work")
 
@@ -71,51 +71,6 @@ def kvalue(code, kp, dot, sqa, sqb):
             d = 0.0
         return math.exp(-kp[0] * d)
     return math.tanh(kp[0] * dot + kp[1])
-
-
-LOG2E = 1.4426950408889634
-LN2_HI = 0.6931471803691238     # ln 2 split in two (Cody & Waite): kf * LN2_HI is exact
-LN2_LO = 1.9082149292705877e-10
-ROUND_MAGIC = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, kept in the low bits
-
-
-@njit(cache=True, fastmath={"contract"})
-def exp_nonpos(o, scratch):
-    """``o[:] = exp(o)`` for arguments <= 0 (the RBF exponent), within 1 ulp of
-    ``np.exp``, in loops LLVM vectorises (Numba's scalar ``math.exp`` is several
-    times slower), so the exponential runs on a chunk while it is in the CPU cache.
-
-    exp(x) = 2^k exp(r) with k = round(x / ln 2), |r| <= ln2/2; exp(r) by its
-    Taylor polynomial of degree 13 (remainder < 1e-17); 2^k built in the exponent
-    bits.  Arguments below -708 give exp(-708) ~ 3e-308 instead of a subnormal:
-    an absolute error below 1e-307, far under anything a kernel value can matter."""
-    w = o.shape[0]
-    for t in range(w):
-        x = max(o[t], -708.0)
-        z = x * LOG2E + ROUND_MAGIC
-        kf = z - ROUND_MAGIC
-        r = (x - kf * LN2_HI) - kf * LN2_LO
-        v = 1.0 / 6227020800.0
-        v = v * r + 1.0 / 479001600.0
-        v = v * r + 1.0 / 39916800.0
-        v = v * r + 1.0 / 3628800.0
-        v = v * r + 1.0 / 362880.0
-        v = v * r + 1.0 / 40320.0
-        v = v * r + 1.0 / 5040.0
-        v = v * r + 1.0 / 720.0
-        v = v * r + 1.0 / 120.0
-        v = v * r + 1.0 / 24.0
-        v = v * r + 1.0 / 6.0
-        v = v * r + 0.5
-        v = v * r + 1.0
-        o[t] = v * r + 1.0
-        scratch[t] = z
-    bits = scratch[:w].view(np.int64)
-    for t in range(w):
-        bits[t] = (bits[t] + 1023) << 52  # the low bits of z hold k: into the exponent field
-    scale = scratch[:w]
-    for t in range(w):
-        o[t] *= scale[t]
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})

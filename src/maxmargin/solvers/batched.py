@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 
 from .._jit import parallel, parallel_and_serial
 from ..kernels import LINEAR, POLY, PRECOMPUTED, RBF, SIGMOID, densify_if_cheap, row_norms_sq
-from ._kernel_rows import exp_nonpos
+from ..kernels import exp_nonpos
 from .base import Solution
 from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 
