@@ -416,6 +416,30 @@ class KernelRows:
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
 
 
+@njit(cache=True, inline="always")
+def _inner_step(KB, ws, y, U, QD, shift, alpha, Gl, si, sj):
+    """The clipped two-variable step on members ``si``, ``sj`` of the working set
+    (:func:`maxmargin.solvers.smo.pair_step`) and its update of the local gradient."""
+    i = ws[si]
+    j = ws[sj]
+    old_ai = alpha[i]
+    old_aj = alpha[j]
+    quad = QD[i] + QD[j] - 2.0 * KB[si, sj]
+    if quad <= 0.0:
+        quad = TAU
+    ai, aj = pair_step(y[i] != y[j], old_ai, old_aj, Gl[si], Gl[sj], U[i], U[j], quad)
+    alpha[i] = ai
+    alpha[j] = aj
+    dai = (ai - old_ai) * y[i]
+    daj = (aj - old_aj) * y[j]
+    Ki = KB[si]
+    Kj = KB[sj]
+    for s in range(ws.shape[0]):
+        Gl[s] += y[ws[s]] * (Ki[s] * dai + Kj[s] * daj)
+    Gl[si] += shift[i] * (ai - old_ai)
+    Gl[sj] += shift[j] * (aj - old_aj)
+
+
 @njit(cache=True)
 def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
     """WSS3 SMO on the working set only.
@@ -475,27 +499,7 @@ def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
             first_viol = viol
         if viol < eps or sj < 0:
             break
-        j = ws[sj]
-        Ci = U[i]
-        Cj = U[j]
-        ai = alpha[i]
-        aj = alpha[j]
-        old_ai = ai
-        old_aj = aj
-        quad = QD[i] + QD[j] - 2.0 * KB[si, sj]
-        if quad <= 0.0:
-            quad = TAU
-        ai, aj = pair_step(y[i] != y[j], ai, aj, Gl[si], Gl[sj], Ci, Cj, quad)
-        alpha[i] = ai
-        alpha[j] = aj
-        dai = (ai - old_ai) * y[i]
-        daj = (aj - old_aj) * y[j]
-        Ki = KB[si]
-        Kj = KB[sj]
-        for s in range(q):
-            Gl[s] += y[ws[s]] * (Ki[s] * dai + Kj[s] * daj)
-        Gl[si] += shift[i] * (ai - old_ai)
-        Gl[sj] += shift[j] * (aj - old_aj)
+        _inner_step(KB, ws, y, U, QD, shift, alpha, Gl, si, sj)
         it += 1
     return it, first_viol
 
@@ -565,24 +569,7 @@ def _inner_smo_nu(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
         if viol < eps or sj < 0:
             break
         si = sp_ if y[ws[sj]] > 0 else sn_
-        i = ws[si]
-        j = ws[sj]
-        old_ai = alpha[i]
-        old_aj = alpha[j]
-        quad = QD[i] + QD[j] - 2.0 * KB[si, sj]
-        if quad <= 0.0:
-            quad = TAU
-        ai, aj = pair_step(False, old_ai, old_aj, Gl[si], Gl[sj], U[i], U[j], quad)
-        alpha[i] = ai
-        alpha[j] = aj
-        dai = (ai - old_ai) * y[i]
-        daj = (aj - old_aj) * y[j]
-        Ki = KB[si]
-        Kj = KB[sj]
-        for s in range(q):
-            Gl[s] += y[ws[s]] * (Ki[s] * dai + Kj[s] * daj)
-        Gl[si] += shift[i] * (ai - old_ai)
-        Gl[sj] += shift[j] * (aj - old_aj)
+        _inner_step(KB, ws, y, U, QD, shift, alpha, Gl, si, sj)
         it += 1
     return it, first_viol
 
