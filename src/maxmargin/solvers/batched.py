@@ -579,14 +579,28 @@ def _grad_update_py(KB, rows, coef, vars_, vpos, y, G, m):
     (the sums over column blocks in parallel)."""
     acc = np.zeros(m)
     nb = (m + CHUNK - 1) // CHUNK
+    nr = rows.shape[0]
     for b in prange(nb):
         lo = b * CHUNK
         hi = min(lo + CHUNK, m)
-        for r in range(rows.shape[0]):
+        a = acc[lo:hi]
+        w = hi - lo
+        r = 0
+        while r + 4 <= nr:  # four rows per pass over the chunk of acc
+            c0, c1, c2, c3 = coef[r], coef[r + 1], coef[r + 2], coef[r + 3]
+            k0 = KB[rows[r]][lo:hi]
+            k1 = KB[rows[r + 1]][lo:hi]
+            k2 = KB[rows[r + 2]][lo:hi]
+            k3 = KB[rows[r + 3]][lo:hi]
+            for t in range(w):
+                a[t] += (c0 * k0[t] + c1 * k1[t]) + (c2 * k2[t] + c3 * k3[t])
+            r += 4
+        while r < nr:
             c = coef[r]
-            row = KB[rows[r]]
-            for t in range(lo, hi):
-                acc[t] += c * row[t]
+            k0 = KB[rows[r]][lo:hi]
+            for t in range(w):
+                a[t] += c * k0[t]
+            r += 1
     for k in range(vars_.shape[0]):
         v = vars_[k]
         G[v] += y[v] * acc[vpos[k]]
