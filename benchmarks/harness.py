@@ -85,8 +85,10 @@ def worker(peer, name):
             est = maxmargin.SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200, solver="auto")
             # compile outside the timing (first use in a process compiles the solvers)
             warm = np.r_[np.flatnonzero(ytr == ytr[0])[:30], np.flatnonzero(ytr != ytr[0])[:30]]
-            maxmargin.SVC(C=C, gamma=gamma).fit(Xtr[warm], ytr[warm])
+            small = maxmargin.SVC(C=C, gamma=gamma).fit(Xtr[warm], ytr[warm])
             maxmargin.SVC(C=C, gamma=gamma, solver="batched").fit(Xtr[warm], ytr[warm])
+            # and the parallel kernel-block loop of predict (blocks of >= 2M kernel values)
+            small.predict(Xtr[np.resize(np.arange(Xtr.shape[0]), 40_000)])
         elif peer == "sklearn":
             from sklearn.svm import SVC
 

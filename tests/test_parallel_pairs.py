@@ -68,3 +68,13 @@ def test_parallel_and_serial_twins_have_their_own_cache_entries():
     assert par.targetoptions.get("parallel") and not ser.targetoptions.get("parallel")
     x = np.arange(10.0)
     assert par(x) == ser(x) == 45.0
+
+
+@pytest.mark.parametrize("kw", [{}, {"break_ties": True}, {"kernel": "poly", "degree": 2}])
+def test_multiclass_train_error_is_the_models_own_error(four_classes, kw):
+    X, y = four_classes
+    w = np.ones(y.shape[0])
+    w[::17] = 0.0  # rows left out of every pair: their votes come from the support vectors
+    m = SVC(C=0.5, **kw).fit(X, y, sample_weight=w)
+    assert m.train_error_ == pytest.approx(np.mean(m.predict(X) != y), abs=1e-12)
+    assert m.train_error_ > 0  # overlapping blobs: the shortcut does not just return 0

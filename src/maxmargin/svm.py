@@ -329,11 +329,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     def _pair_workers(self, members, warm):
         """How many one-vs-one problems to solve at once (threads).
 
-        More than one only where it is safe and pays: several pairs, all small enough
-        for the two-variable SMO (whose compiled loop releases the GIL; the batched
-        solver already uses every core), no callback, no verbose output, no warm
-        start (its row pool is per thread) and the estimator's pairs solved by SMO.
-        Each thread gets ``cache_size / workers``, so the memory bound is unchanged.
+        More than one only where it is safe and pays: at least two pairs small enough
+        for the two-variable SMO (whose compiled loop releases the GIL; larger pairs go
+        to the batched solver, which already uses every core, one after the other), no
+        callback, no verbose output, no warm start (its row pool is per thread) and the
+        estimator's pairs solved by SMO.  Each thread gets ``cache_size / workers``, so
+        the memory bound is unchanged.
         """
         cores = os.cpu_count() or 1
         if cores < 2 or len(members) < 2 or warm is not None or self.callback is not None or self.verbose:
