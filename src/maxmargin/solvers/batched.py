@@ -168,12 +168,23 @@ def _rows_small_py(XcT, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
         sqc = sq[lo:hi]
         for r in range(q):
             o = out[dest[r]][lo:hi]
-            o[:] = 0.0
-            for f in range(d):
-                xf = Xb[r, f]
-                z = XcT[f][lo:hi]
-                for t in range(w):
-                    o[t] += xf * z[t]
+            f = 0
+            while f < d:  # up to four features per pass over the chunk
+                x0 = Xb[r, f]
+                x1 = Xb[r, f + 1] if f + 1 < d else 0.0
+                x2 = Xb[r, f + 2] if f + 2 < d else 0.0
+                x3 = Xb[r, f + 3] if f + 3 < d else 0.0
+                z0 = XcT[f][lo:hi]
+                z1 = XcT[min(f + 1, d - 1)][lo:hi]
+                z2 = XcT[min(f + 2, d - 1)][lo:hi]
+                z3 = XcT[min(f + 3, d - 1)][lo:hi]
+                if f == 0:
+                    for t in range(w):
+                        o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+                else:
+                    for t in range(w):
+                        o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+                f += 4
             _transform_chunk(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
 
 
