@@ -203,29 +203,30 @@ def _transpose_chunk(X, lo, hi, d, T):
 
 
 def _sparse_row_dot(o, T, bidx, bval, k0, k1):
-    """o[:] = sum_k bval[k] T[bidx[k], :w] over the nonzeros k0..k1 of one sparse row
-    (four nonzeros per pass over ``o``: a third of the loads and stores of one)."""
+    """o[:] = sum_k bval[k] T[bidx[k], :w] over the nonzeros k0..k1 of one sparse row,
+    up to four nonzeros per pass over ``o`` (missing ones count with value 0)."""
     w = o.shape[0]
-    o[:] = 0.0
+    if k1 <= k0:
+        o[:] = 0.0
+        return
     k = k0
-    while k + 4 <= k1:
-        v0 = bval[k]
-        v1 = bval[k + 1]
-        v2 = bval[k + 2]
-        v3 = bval[k + 3]
-        T0 = T[bidx[k]]
-        T1 = T[bidx[k + 1]]
-        T2 = T[bidx[k + 2]]
-        T3 = T[bidx[k + 3]]
-        for t in range(w):
-            o[t] += (v0 * T0[t] + v1 * T1[t]) + (v2 * T2[t] + v3 * T3[t])
-        k += 4
     while k < k1:
-        v = bval[k]
-        Tf = T[bidx[k]]
-        for t in range(w):
-            o[t] += v * Tf[t]
-        k += 1
+        last = k1 - 1
+        v0 = bval[k]
+        v1 = bval[k + 1] if k + 1 < k1 else 0.0
+        v2 = bval[k + 2] if k + 2 < k1 else 0.0
+        v3 = bval[k + 3] if k + 3 < k1 else 0.0
+        T0 = T[bidx[k]]
+        T1 = T[bidx[min(k + 1, last)]]
+        T2 = T[bidx[min(k + 2, last)]]
+        T3 = T[bidx[min(k + 3, last)]]
+        if k == k0:
+            for t in range(w):
+                o[t] = (v0 * T0[t] + v1 * T1[t]) + (v2 * T2[t] + v3 * T3[t])
+        else:
+            for t in range(w):
+                o[t] += (v0 * T0[t] + v1 * T1[t]) + (v2 * T2[t] + v3 * T3[t])
+        k += 4
 
 
 def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, out, dest):
