@@ -452,6 +452,27 @@ def _inner_step(KB, ws, y, U, QD, shift, alpha, Gl, si, sj):
     Gl[sj] += shift[j] * (aj - old_aj)
 
 
+@njit(cache=True, inline="always")
+def _most_violating_up(ws, y, U, alpha, Gl):
+    """Per class, the member of I_up with the largest -y G (last one on ties):
+    ``(value, slot)`` for y = +1, then for y = -1 (slot -1 when there is none)."""
+    gmaxp = -np.inf
+    gmaxn = -np.inf
+    sp_ = -1
+    sn_ = -1
+    for s in range(ws.shape[0]):
+        v = ws[s]
+        if y[v] > 0:
+            if alpha[v] < U[v] and -Gl[s] >= gmaxp:
+                gmaxp = -Gl[s]
+                sp_ = s
+        else:
+            if alpha[v] > 0.0 and Gl[s] >= gmaxn:
+                gmaxn = Gl[s]
+                sn_ = s
+    return gmaxp, sp_, gmaxn, sn_
+
+
 @njit(cache=True)
 def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
     """WSS3 SMO on the working set only.
@@ -465,18 +486,12 @@ def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
     first_viol = -1.0
     it = 0
     while it < max_iter:
-        gmax = -np.inf
-        si = -1
-        for s in range(q):
-            v = ws[s]
-            if y[v] > 0:
-                if alpha[v] < U[v] and -Gl[s] >= gmax:
-                    gmax = -Gl[s]
-                    si = s
-            else:
-                if alpha[v] > 0.0 and Gl[s] >= gmax:
-                    gmax = Gl[s]
-                    si = s
+        gmaxp, sp_, gmaxn, sn_ = _most_violating_up(ws, y, U, alpha, Gl)
+        # over both classes at once; ties go to the later member, as in one pass
+        if sp_ >= 0 and (gmaxp > gmaxn or (gmaxp == gmaxn and sp_ > sn_)):
+            gmax, si = gmaxp, sp_
+        else:
+            gmax, si = gmaxn, sn_
         if si < 0:
             break
         i = ws[si]
@@ -525,20 +540,7 @@ def _inner_smo_nu(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
     first_viol = -1.0
     it = 0
     while it < max_iter:
-        gmaxp = -np.inf
-        gmaxn = -np.inf
-        sp_ = -1
-        sn_ = -1
-        for s in range(q):
-            v = ws[s]
-            if y[v] > 0:
-                if alpha[v] < U[v] and -Gl[s] >= gmaxp:
-                    gmaxp = -Gl[s]
-                    sp_ = s
-            else:
-                if alpha[v] > 0.0 and Gl[s] >= gmaxn:
-                    gmaxn = Gl[s]
-                    sn_ = s
+        gmaxp, sp_, gmaxn, sn_ = _most_violating_up(ws, y, U, alpha, Gl)
         gmaxp2 = -np.inf
         gmaxn2 = -np.inf
         sj = -1
