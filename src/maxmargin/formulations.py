@@ -177,7 +177,7 @@ _PASSED = {
 #: the two decomposition solvers of the standard dual
 SMO_LIKE = ("smo", "batched")
 #: from this many variables on, solver='auto' takes the batched solver for the standard dual
-#: (measured on subsets of a9a, ijcnn1, usps, Skin_NonSkin: SMO wins at 2000 everywhere,
+#: (benchmarks/crossover.py on subsets of a9a, ijcnn1, usps, Skin_NonSkin: SMO wins at 2000,
 #: at 4000 they are even, at 8000 the batched solver wins on the wide data)
 AUTO_BATCHED_MIN_N = 4000
 
