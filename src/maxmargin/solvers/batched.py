@@ -812,6 +812,7 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
     m_cols = n_data
 
     stats = {"rebuilds": 0, "rebuild_time": 0.0}
+    identity_index = n_var == n_data and bool(np.array_equal(kidx, np.arange(n_data)))
 
     def rebuild_inactive_gradient(active_mask):
         """G of the variables outside the active set, from the support vectors."""
@@ -821,14 +822,19 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         stats["rebuilds"] += 1
         tr = time.perf_counter()
         sv = np.flatnonzero(alpha > 0)
-        # one coefficient per data row (SVR: two variables share a row)
-        rows, inv = np.unique(kidx[sv], return_inverse=True)
-        coef = np.zeros(rows.size)
-        np.add.at(coef, inv, alpha[sv] * y[sv])
-        trows, tinv = np.unique(kidx[inactive], return_inverse=True)
+        if identity_index:  # one variable per data row, in order
+            rows, coef = sv, alpha[sv] * y[sv]
+            trows = inactive
+        else:  # one coefficient per data row (SVR: two variables share a row)
+            rows, inv = np.unique(kidx[sv], return_inverse=True)
+            coef = np.zeros(rows.size)
+            np.add.at(coef, inv, alpha[sv] * y[sv])
+            trows, tinv = np.unique(kidx[inactive], return_inverse=True)
         with threadpool_limits(limits=os.cpu_count() or 1, user_api="blas"):
             vals = kr.times(rows, coef, trows)
-        G[inactive] = p[inactive] + shift[inactive] * alpha[inactive] + y[inactive] * vals[tinv]
+        if not identity_index:
+            vals = vals[tinv]
+        G[inactive] = p[inactive] + shift[inactive] * alpha[inactive] + y[inactive] * vals
         stats["rebuild_time"] += time.perf_counter() - tr
 
     def set_active(new_act):
@@ -837,7 +843,7 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         values recomputed); when it grows they are computed again."""
         nonlocal act, vpos, m_cols
         act = new_act
-        cols = np.unique(kidx[act])
+        cols = act if identity_index else np.unique(kidx[act])  # act stays sorted
         full = cols.size == n_data
         old_pos = colpos[cols]
         shrinks = cols.size <= m_cols and bool(np.all(old_pos >= 0))
