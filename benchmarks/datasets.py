@@ -90,3 +90,105 @@ def dense100k(n=100_000, d=100, seed=0):
 
 
 LOADERS = {"a9a": a9a, "ijcnn1": ijcnn1, "usps": usps, "mnist": mnist, "skin": skin, "dense100k": dense100k}
+
+
+# ---------------------------------------------------------------------------
+# Generated shapes (fixed seeds): the data nobody tuned on (issue 11).
+# ---------------------------------------------------------------------------
+
+def pendigits():
+    Xtr, ytr = _svmlight("pendigits.xz", 16)
+    Xte, yte = _svmlight("pendigits.t.xz", 16)
+    return Xtr.toarray(), ytr, Xte.toarray(), yte, dict(C=10.0, gamma="scale")
+
+
+def letter26(n=15_000, n_test=5_000, seed=11):
+    """Dense, 16 features, 26 classes (the shape of UCI letter): two Gaussian
+    clusters per class in 16-D, integer-valued features in 0..15 as in letter."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n + n_test, 16, n_informative=14, n_redundant=2, n_classes=26,
+                               n_clusters_per_class=2, class_sep=2.5, flip_y=0.01, random_state=seed)
+    X = np.clip(np.round((X - X.min(0)) / (X.max(0) - X.min(0)) * 15), 0, 15)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=10.0, gamma="scale")
+
+
+def _zipf_docs(rng, n, vocab, topics, lengths, topic_share):
+    """CSR word counts: each word from the global Zipf law over ``vocab`` words, or
+    (with probability ``topic_share``) from the document's topic vocabulary."""
+    import scipy.sparse as sp
+
+    rank_p = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    rank_p /= rank_p.sum()
+    rows, cols = [], []
+    for i in range(n):
+        L = lengths[i]
+        k = rng.binomial(L, topic_share)
+        words = rng.choice(vocab, size=L - k, p=rank_p)
+        t = topics[i]
+        if k:
+            words = np.concatenate([words, t[np.minimum(rng.zipf(1.3, size=k) - 1, t.size - 1)]])
+        rows.append(np.full(words.size, i))
+        cols.append(words)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    X = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, vocab))
+    X.sum_duplicates()
+    return X
+
+
+def _tfidf(X, idf=None):
+    """Sublinear term frequency (1 + log count) times idf (from the training
+    documents), rows scaled to unit length."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
+
+    if idf is None:
+        df = np.bincount(X.indices, minlength=X.shape[1])
+        idf = np.log((1 + X.shape[0]) / (1 + df)) + 1
+    X = sp.csr_matrix(X, copy=True)
+    X.data = 1 + np.log(X.data)
+    return normalize(sp.csr_matrix(X.multiply(idf[None, :]))), idf
+
+
+def text100(n=6_400, n_test=2_000, vocab=50_000, n_classes=100, seed=12):
+    """Sparse text: 100 classes, ~6k documents x 50k words, Zipf word counts
+    (about 60 distinct words a document), TF-IDF rows of unit length."""
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    y = rng.integers(0, n_classes, size=m)
+    topic_words = [rng.choice(vocab // 2, size=300, replace=False) for _ in range(n_classes)]
+    lengths = rng.poisson(90, size=m) + 5
+    X = _zipf_docs(rng, m, vocab, [topic_words[c] for c in y], lengths, 0.05)
+    Xtr, idf = _tfidf(X[:n])
+    Xte, _ = _tfidf(X[n:], idf)
+    return _int32(Xtr), y[:n], _int32(Xte), y[n:], dict(C=10.0, gamma=1.0)
+
+
+def sparse40k(n=40_000, n_test=10_000, d=300, nnz=12, seed=13):
+    """Very sparse binary: 40k x 300, 12 nonzeros a row (values in (0, 1]),
+    labels from a planted rule with pairwise interactions and 5% noise."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    cols = np.sort(np.argsort(rng.random((m, d)), axis=1)[:, :nnz], axis=1)
+    vals = rng.random((m, nnz)) * 0.9 + 0.1
+    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, m * nnz + 1, nnz)), shape=(m, d))
+    w = rng.normal(size=d)
+    V = rng.normal(size=(d, 4)) / 2
+    XV = X @ V
+    s = X @ w + (XV[:, 0] * XV[:, 1] - XV[:, 2] * XV[:, 3]) * 2
+    y = np.where(s > np.median(s), 1, -1)
+    flip = rng.random(m) < 0.05
+    y[flip] = -y[flip]
+    return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
+
+
+def _int32(X):
+    X = X.tocsr()
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X
+
+
+LOADERS.update(pendigits=pendigits, letter26=letter26, text100=text100, sparse40k=sparse40k)

@@ -73,7 +73,7 @@ def test_tiny_cache_and_shrinking_give_the_same_solution(rng, shrinking):
 
 
 def test_cache_budget_is_honoured():
-    from maxmargin.solvers._kernel_rows import RowCache
+    from maxmargin.kernels.rowcache import RowCache
 
     c = RowCache(100_000, 8)  # 8 MB for rows of 100k doubles: 10 rows
     assert c.rows.nbytes <= 8 * 1024 * 1024

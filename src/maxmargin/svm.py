@@ -40,9 +40,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import formulations, probability
+from ._threads import cores, one_blas_thread
 from .kernels import BLOCK_ROWS, densify_if_cheap, make_kernel
+from .kernels.blocks import block_data
 from .problem import DualProblem, nu_svc_problem
-from .solvers import smo
+from .solvers import ovo, smo
 
 
 def _check_positive(name, value, allow_none=False):
@@ -285,12 +287,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_classes = classes.shape[0]
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         members = []
+        kept = np.flatnonzero(C_all > 0)
+        by_class = [kept[y_idx[kept] == c] for c in range(n_classes)]  # rows per class, increasing
         for a, b in pairs:
-            rows = np.flatnonzero(((y_idx == a) | (y_idx == b)) & (C_all > 0))
-            if n_classes == 2:
-                rows = np.flatnonzero(C_all > 0)
+            rows = np.sort(np.concatenate([by_class[a], by_class[b]]), kind="mergesort")
             ysub = np.where(y_idx[rows] == a, 1.0, -1.0)
-            if np.unique(ysub).shape[0] < 2:
+            if by_class[a].size == 0 or by_class[b].size == 0:
                 raise ValueError(
                     f"after removing samples of zero weight, classes {classes[a]!r} and {classes[b]!r} "
                     "do not both have samples left"
@@ -303,7 +305,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         kern = self._fit_kernel(X)
         fits = []
         workers = self._pair_workers(members, warm)
-        if workers > 1:
+        compiled = self._compiled_pairs(X, kern, members, warm)
+        if compiled.any():
+            fits = self._fit_pairs_compiled(X, y_idx, pairs, members, C_all, kern, precomputed, compiled)
+        elif workers > 1:
             fits = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers)
         else:
             with smo.kernel_row_pool(self._row_pool()):
@@ -346,6 +351,39 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
     def _pairs_use_smo(self):  # pragma: no cover - per estimator
         return False
+
+    def _pairs_compile(self):
+        """Whether this estimator's one-vs-one problems may go to :mod:`maxmargin.solvers.ovo`
+        (the C-SVC dual, solved by SMO); per estimator."""
+        return False
+
+    def _compiled_pairs(self, X, kern, members, warm):
+        """Per one-vs-one problem, whether it is solved by the compiled all-pairs route
+        (:mod:`maxmargin.solvers.ovo`): three or more classes, the C-SVC dual by SMO, a
+        built-in or precomputed kernel, no callback, verbose output or warm start, and
+        a pair small enough that every worker holds its Gram matrix within cache_size."""
+        none = np.zeros(len(members), dtype=bool)
+        if len(members) < 3 or not self._pairs_compile() or warm is not None or self.callback is not None \
+                or self.verbose or getattr(self, "warm_start", False) or kern.name == "callable":
+            return none
+        workers = cores()
+        return np.array([ovo.pair_fits(rows.shape[0], self.cache_size, workers) for rows, _ in members])
+
+    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled):
+        """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
+        (all at once, compiled, on every core), the rest one by one as usual."""
+        chosen = [p for p in range(len(pairs)) if compiled[p]]
+        res = ovo.solve_pairs(block_data(X, kern), y_idx, C_all, [pairs[p] for p in chosen], tol=self.tol,
+                              max_iter=self.max_iter, shrinking=bool(self.shrinking), time_limit=self.time_limit)
+        fits = [None] * len(pairs)
+        for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo")):
+            fits[p_no] = fit
+        for p_no in range(len(pairs)):
+            if fits[p_no] is None:
+                rows, ysub = members[p_no]
+                options = self._solver_options(p_no, len(pairs))
+                fits[p_no] = self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options)
+        return fits
 
     def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers):
         """The one-vs-one fits: pairs of at least ``AUTO_BATCHED_MIN_N`` points one
@@ -404,37 +442,41 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
         n_classes = self.classes_.shape[0]
         n_pairs = len(pairs)
-        coef_by_pair = []
+        # every dual solution as one flat array (pair by pair), so that no step below
+        # loops over the pairs in Python with arrays of n entries (100 classes: 4950 pairs)
+        dual_pairs = [p for p, fit in enumerate(fits) if fit.alpha is not None]
+        if dual_pairs:
+            rows_all = np.concatenate([members[p][0] for p in dual_pairs])
+            alpha_all = np.concatenate([fits[p].alpha for p in dual_pairs])
+            coef_all = alpha_all * np.concatenate([members[p][1] for p in dual_pairs])
+            pair_all = np.repeat(np.array(dual_pairs), [members[p][0].shape[0] for p in dual_pairs])
+        else:
+            rows_all = pair_all = np.zeros(0, dtype=np.int64)
+            alpha_all = coef_all = np.zeros(0)
         is_sv = np.zeros(n, dtype=bool)
-        for fit, (rows, ysub) in zip(fits, members):
-            if fit.alpha is None:
-                coef_by_pair.append(None)
-                continue
-            c = np.zeros(n)
-            c[rows] = fit.alpha * ysub
-            coef_by_pair.append(c)
-            is_sv[rows[fit.alpha > 0]] = True
+        is_sv[rows_all[alpha_all > 0]] = True
         # support vectors ordered by class, then by index (LIBSVM / scikit-learn)
         order = np.lexsort((np.arange(n), y_idx))
         support = order[is_sv[order]]
         self.support_ = support.astype(np.int32)
-        self.n_support_ = np.array([(y_idx[support] == k).sum() for k in range(n_classes)], dtype=np.int32)
+        self.n_support_ = np.bincount(y_idx[support], minlength=n_classes).astype(np.int32)
         self.support_vectors_ = X[support] if self.kernel != "precomputed" else np.empty((0, 0))
         dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
-        intercept = np.zeros(n_pairs)
-        sv_class = y_idx[support]
+        spos = np.full(n, -1, dtype=np.int64)
+        spos[support] = np.arange(support.shape[0])
+        pa = np.array([a for a, _ in pairs], dtype=np.int64)
+        pb = np.array([b for _, b in pairs], dtype=np.int64)
+        sel = alpha_all > 0
+        r_sel, p_sel = rows_all[sel], pair_all[sel]
+        # a support vector of class a sits in dual_coef_ row b-1 for pair (a, b), of class b in row a
+        dual[np.where(y_idx[r_sel] == pa[p_sel], pb[p_sel] - 1, pa[p_sel]), spos[r_sel]] = coef_all[sel]
+        intercept = -np.array([fit.rho for fit in fits], dtype=np.float64)
         linear_w = None
-        for p_no, ((a, b), fit) in enumerate(zip(pairs, fits)):
-            c = coef_by_pair[p_no]
-            intercept[p_no] = -fit.rho
-            if c is None:
+        for p_no, fit in enumerate(fits):
+            if fit.alpha is None:
                 if linear_w is None:
                     linear_w = np.zeros((n_pairs, X.shape[1]))
                 linear_w[p_no] = fit.w
-                continue
-            csv = c[support]
-            dual[b - 1, sv_class == a] = csv[sv_class == a]
-            dual[a, sv_class == b] = csv[sv_class == b]
         if n_classes == 2:
             dual = -dual
             intercept = -intercept
@@ -487,12 +529,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         own class (or were left out of a pair, zero weight) need the decision values
         of every pair, computed from the support vectors."""
         n, k = X.shape[0], self.classes_.shape[0]
-        wins = np.zeros(n, dtype=np.int64)
-        for fit, (rows, ysub) in zip(fits, members):
-            first = np.asarray(fit.extra["train_decision"]) > 0  # the vote goes to the pair's first class
-            own_first = ysub > 0
-            wins[rows[own_first & first]] += 1
-            wins[rows[~own_first & ~first]] += 1
+        rows = np.concatenate([r for r, _ in members])
+        first = np.concatenate([np.asarray(f.extra["train_decision"]) > 0 for f in fits])  # the vote: first class
+        own_first = np.concatenate([ysub > 0 for _, ysub in members])
+        wins = np.bincount(rows[first == own_first], minlength=n)
         rest = np.flatnonzero(wins < k - 1)
         if rest.size == 0:
             return 0.0
@@ -611,6 +651,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_pairs = n_classes * (n_classes - 1) // 2
         out = np.empty((n, n_pairs))
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        pa, pb = np.triu_indices(n_classes, k=1)  # the pairs (a, b), a < b, in LIBSVM's order
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
         for s in range(0, n, BLOCK_ROWS):
             e = min(s + BLOCK_ROWS, n)
@@ -622,14 +663,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             if n_classes == 2:
                 out[s:e, 0] = Kb @ self.dual_coef_[0] + self.intercept_[0]
                 continue
-            k = 0
-            for a in range(n_classes):
-                sa = slice(starts[a], starts[a + 1])
-                for b in range(a + 1, n_classes):
-                    sb = slice(starts[b], starts[b + 1])
-                    out[s:e, k] = (Kb[:, sa] @ self.dual_coef_[b - 1, sa] + Kb[:, sb] @ self.dual_coef_[a, sb]
-                                   + self.intercept_[k])
-                    k += 1
+            # per class a, the products of its support vectors' kernel columns with their
+            # coefficients in every pair, one matrix product each: M[a][:, c] (c = b - 1 for
+            # pairs (a, b), c = b for pairs (b, a)); pair (a, b) is M[a][:, b-1] + M[b][:, a]
+            M = np.empty((n_classes, e - s, n_classes - 1))
+            with one_blas_thread():  # small products: BLAS threads cost more than they give
+                for a in range(n_classes):
+                    sa = slice(starts[a], starts[a + 1])
+                    np.matmul(Kb[:, sa], self.dual_coef_[:, sa].T, out=M[a])
+            out[s:e] = (M[pa, :, pb - 1] + M[pb, :, pa]).T + self.intercept_
         return out
 
     def decision_function(self, X):
@@ -839,6 +881,9 @@ class SVC(BaseSVMClassifier):
         if self.solver_options and "callback" in self.solver_options:
             return False
         return formulations.resolve_solver(self.formulation, self.solver, 1) == "smo"
+
+    def _pairs_compile(self):
+        return self.formulation == "l1" and self.solver in ("auto", "smo") and not self.solver_options
 
     def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
         if alpha0 is not None:

@@ -72,6 +72,11 @@ import scipy.sparse as sp
 from numba import njit
 
 from .base import Solution
+from ..kernels.formulas import FORMULA_CODES, RBF, transform_rows
+from ..kernels.objects import LinearKernel, PolynomialKernel, RBFKernel, SigmoidKernel
+
+#: kernels whose rows come from the shared formula (a user subclass may override its block)
+BUILTIN = (LinearKernel, PolynomialKernel, RBFKernel, SigmoidKernel)
 
 STEPS = ("2/(t+2)", "line-search", "away", "pairwise")
 #: iteration limit used when ``max_iter`` is None or -1
@@ -127,24 +132,14 @@ class SimplexProblem:
         otherwise ``kernel.rows``."""
         Xr = self._row_data()
         code = self.kernel.code
-        if isinstance(Xr, np.ndarray) and code in (0, 1, 2, 3) and type(self.kernel).__module__ == "maxmargin.kernels":
-            d = Xr @ Xr[i]
-            gamma, coef0, degree = self.kernel.params
-            if code == 0:
-                return np.ascontiguousarray(d, dtype=np.float64)
-            if code == 1:
-                return (gamma * d + coef0) ** int(degree)
-            if code == 3:
-                return np.tanh(gamma * d + coef0)
+        if isinstance(Xr, np.ndarray) and code in FORMULA_CODES and isinstance(self.kernel, BUILTIN):
+            d = np.ascontiguousarray((Xr @ Xr[i])[None, :], dtype=np.float64)
+            if code != RBF:
+                return transform_rows(d, code, self.kernel.params)[0]
             sq = getattr(self, "_sq", None)
             if sq is None:
                 sq = self._sq = np.einsum("ij,ij->i", Xr, Xr)
-            d *= -2.0
-            d += sq
-            d += sq[i]
-            np.maximum(d, 0.0, out=d)
-            d *= -gamma
-            return np.exp(d, out=d)
+            return transform_rows(d, code, self.kernel.params, sq[i:i + 1], sq)[0]
         return np.ascontiguousarray(self.kernel.rows(Xr, np.array([i], dtype=np.int64))[0], dtype=np.float64)
 
     def h_times(self, v, support=None) -> np.ndarray:

@@ -70,16 +70,14 @@ Around the loop (issue 4):
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import threading
 import time
-from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ._kernel_rows import RowCache, get_row, kernel_data, kernel_diag
+from ..kernels.rowcache import _POOL, KernelRowPool, RowCache, _pool_key, get_row, kernel_data, kernel_diag, kernel_row_pool  # noqa: F401
+from .._threads import one_blas_thread
 from .base import Solution
 
 TAU = 1e-12
@@ -545,25 +543,38 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
     return 1
 
 
+@njit(cache=True, nogil=True)
 def compute_rho(y, G, alpha, U):
-    """Offset rho from the KKT conditions: the mean of ``y_t G_t`` over free
-    variables, else the middle of the interval the bounded ones allow (LIBSVM)."""
-    yG = y * G
-    at_up = alpha >= U
-    at_low = alpha <= 0
-    free = ~at_up & ~at_low
-    if free.any():
-        return float(yG[free].mean())
-    ub_mask = (at_up & (y < 0)) | (at_low & (y > 0))
-    lb_mask = (at_up & (y > 0)) | (at_low & (y < 0))
-    ub = yG[ub_mask].min() if ub_mask.any() else np.inf
-    lb = yG[lb_mask].max() if lb_mask.any() else -np.inf
+    """Offset rho from the KKT conditions (LIBSVM's calculate_rho): the mean of
+    ``y_t G_t`` over free variables, else the middle of the interval the bounded
+    ones allow."""
+    total = 0.0
+    n_free = 0
+    ub = np.inf
+    lb = -np.inf
+    for t in range(y.shape[0]):
+        yg = y[t] * G[t]
+        if alpha[t] >= U[t]:
+            if y[t] < 0:
+                ub = min(ub, yg)
+            else:
+                lb = max(lb, yg)
+        elif alpha[t] <= 0.0:
+            if y[t] > 0:
+                ub = min(ub, yg)
+            else:
+                lb = max(lb, yg)
+        else:
+            total += yg
+            n_free += 1
+    if n_free > 0:
+        return total / n_free
     if np.isfinite(ub) and np.isfinite(lb):
-        return float((ub + lb) / 2)
+        return (ub + lb) / 2
     if np.isfinite(ub):
-        return float(ub)
+        return ub
     if np.isfinite(lb):
-        return float(lb)
+        return lb
     return 0.0
 
 
@@ -674,81 +685,6 @@ def compute_rho_nu(y, G, alpha, U):
     return (r1 - r2) / 2, (r1 + r2) / 2
 
 
-class KernelRowPool:
-    """Kernel-row caches kept alive between solver runs (used by warm starts).
-
-    A grid over C solves the same kernel matrix again and again; with a pool active
-    (:func:`kernel_row_pool`), a run on the same data, kernel and ``cache_size``
-    as an earlier one takes over its :class:`RowCache` (and compiled data arrays),
-    so its kernel rows are not computed twice.  The key is a fingerprint of the
-    data (BLAKE2 of its bytes), the kernel's code and parameters, and the cache
-    size; a callable kernel is never pooled.  At most ``budget_mb`` MB are kept:
-    when a new cache does not fit, caches not used since :meth:`new_generation`
-    (the estimator calls it at each fit) are dropped first; if it still does not
-    fit, it is not kept.
-    """
-
-    def __init__(self, budget_mb):
-        self.budget = float(budget_mb) * 1024 * 1024
-        self.entries = OrderedDict()  # key -> [kernel data, RowCache, generation last used]
-        self.generation = 0
-
-    def new_generation(self):
-        self.generation += 1
-
-    def nbytes(self):
-        return sum(e[1].rows.nbytes for e in self.entries.values())
-
-    def lookup(self, key):
-        entry = self.entries.get(key)
-        if entry is None:
-            return None
-        entry[2] = self.generation
-        self.entries.move_to_end(key)
-        return entry[0], entry[1]
-
-    def store(self, key, kd, cache):
-        need = cache.rows.nbytes
-        if self.nbytes() + need > self.budget:
-            for k in [k for k, e in self.entries.items() if e[2] < self.generation]:
-                del self.entries[k]
-                if self.nbytes() + need <= self.budget:
-                    break
-        if self.nbytes() + need <= self.budget:
-            self.entries[key] = [kd, cache, self.generation]
-
-
-_POOL = threading.local()
-
-
-@contextlib.contextmanager
-def kernel_row_pool(pool):
-    """Within this block, :func:`solve` takes and leaves kernel-row caches in ``pool``
-    (a :class:`KernelRowPool`, or None for no pooling)."""
-    previous = getattr(_POOL, "pool", None)
-    _POOL.pool = pool
-    try:
-        yield pool
-    finally:
-        _POOL.pool = previous
-
-
-def _pool_key(problem, cache_size):
-    kernel = problem.kernel
-    if getattr(kernel, "name", "") == "callable":
-        return None
-    X = problem.X
-    h = hashlib.blake2b(digest_size=20)
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        for a in (X.data, X.indices, X.indptr):
-            h.update(np.ascontiguousarray(a).view(np.uint8).ravel())
-    else:
-        h.update(np.ascontiguousarray(X, dtype=np.float64).view(np.uint8).ravel())
-    return (h.hexdigest(), tuple(X.shape), sp.issparse(X), int(kernel.code), tuple(map(float, kernel.params)),
-            float(cache_size))
-
-
 class SolverState:
     """Arrays of one SMO run (kept between chunks)."""
 
@@ -795,7 +731,6 @@ class SolverState:
 #: more than it saves; on a busy machine a descheduled BLAS thread stalls every row by a
 #: scheduler quantum (seen on usps: 1 s instead of 0.02 s per one-vs-one problem).
 SINGLE_THREAD_MAX_ELEMENTS = 1 << 22
-_THREADPOOLS = []
 
 
 def _blas_limit(problem):
@@ -803,14 +738,7 @@ def _blas_limit(problem):
     X = problem.X
     if sp.issparse(X) or X.shape[0] * max(X.shape[1], 1) > SINGLE_THREAD_MAX_ELEMENTS:
         return contextlib.nullcontext()
-    try:
-        if not _THREADPOOLS:
-            from threadpoolctl import ThreadpoolController
-
-            _THREADPOOLS.append(ThreadpoolController())
-        return _THREADPOOLS[0].limit(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - threadpoolctl missing or failing: run as is
-        return contextlib.nullcontext()
+    return one_blas_thread()
 
 
 def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,

@@ -1,9 +1,9 @@
-"""Compiled kernel rows and the bounded row cache shared by the compiled solvers.
+"""Kernel rows one at a time, and the bounded LRU row cache of the SMO solver.
 
 The training data reaches compiled code as plain arrays (:class:`KernelData`):
 ``X`` dense (n, d) or, for CSR input, ``data, indices, indptr``; ``sqn`` the
 squared row norms (RBF); ``code`` and ``kp = (gamma, coef0, degree)`` name the
-kernel (see :mod:`maxmargin.kernels`).  For a precomputed or callable kernel
+kernel, whose formula is :func:`maxmargin.kernels.formulas.transform`.  For a precomputed or callable kernel
 ``X`` is the Gram matrix itself.
 
 The cache (:class:`RowCache`) keeps whole or partial kernel rows keyed by the
@@ -13,14 +13,17 @@ while the active set only shrinks (``epoch`` is bumped when it grows).
 """
 from __future__ import annotations
 
-import math
-from collections import namedtuple
+import contextlib
+import hashlib
+import threading
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels import PRECOMPUTED, RBF, exp_nonpos, row_norms_sq
+from .formulas import PRECOMPUTED, RBF, check_code, transform
+from .objects import row_norms_sq
 
 KernelData = namedtuple("KernelData", "code kp X data indices indptr sqn sparse work")
 
@@ -37,6 +40,7 @@ def kernel_data(X, kernel):
             G = X.toarray() if sp.issparse(X) else X
         G = np.ascontiguousarray(G, dtype=np.float64)
         return KernelData(code, np.zeros(3), G, empty_f, empty_i, empty_i, empty_f, False, empty_f)
+    check_code(code)
     kp = np.array(kernel.params, dtype=np.float64)
     sqn = row_norms_sq(X) if code == RBF else np.zeros(X.shape[0])
     sqn = np.ascontiguousarray(sqn, dtype=np.float64)
@@ -58,21 +62,6 @@ def kernel_data(X, kernel):
     return KernelData(code, kp, X, empty_f, empty_i, empty_i, sqn, False, empty_f)
 
 
-@njit(cache=True, inline="always")
-def kvalue(code, kp, dot, sqa, sqb):
-    """Kernel value from a dot product (and squared norms for RBF)."""
-    if code == 0:
-        return dot
-    if code == 1:
-        return (kp[0] * dot + kp[1]) ** kp[2]
-    if code == 2:
-        d = sqa + sqb - 2.0 * dot
-        if d < 0.0:
-            d = 0.0
-        return math.exp(-kp[0] * d)
-    return math.tanh(kp[0] * dot + kp[1])
-
-
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def dot(a, b):
     """a @ b for 1-D arrays, summed in vector lanes (the strict left-to-right sum
@@ -89,15 +78,11 @@ def dots_to_kernel(code, kp, buf, sqa, sqn, targets):
     m = buf.shape[0]
     if code == 0:
         return
+    sqc = np.empty(m)
     if code == 2:
-        g = kp[0]
         for k in range(m):
-            d = sqa + sqn[targets[k]] - 2.0 * buf[k]
-            buf[k] = -g * max(d, 0.0)
-        exp_nonpos(buf, np.empty(m))
-        return
-    for k in range(m):
-        buf[k] = kvalue(code, kp, buf[k], 0.0, 0.0)
+            sqc[k] = sqn[targets[k]]
+    transform(buf, code, kp[0], kp[1], kp[2], sqa, sqc, np.empty(m))
 
 
 @njit(cache=True)
@@ -134,22 +119,23 @@ def compute_row(code, kp, X, data, indices, indptr, sqn, sparse, work, i, target
 
 @njit(cache=True)
 def kernel_diag(code, kp, X, data, indices, indptr, sqn, sparse, n):
+    """k(x_i, x_i) for every row (the Gram matrix's diagonal for a precomputed kernel)."""
     out = np.empty(n)
-    for i in range(n):
-        if code == 4:
+    if code == 4:
+        for i in range(n):
             out[i] = X[i, i]
-        elif code == 2:
-            out[i] = 1.0
-        elif sparse:
-            s = 0.0
+        return out
+    for i in range(n):
+        s = 0.0
+        if sparse:
             for q in range(indptr[i], indptr[i + 1]):
                 s += data[q] * data[q]
-            out[i] = kvalue(code, kp, s, 0.0, 0.0)
         else:
-            s = 0.0
             for f in range(X.shape[1]):
                 s += X[i, f] * X[i, f]
-            out[i] = kvalue(code, kp, s, 0.0, 0.0)
+        out[i] = s
+    # RBF: with both norms passed as 0, the distance max(-2 x.x, 0) is 0 and k = 1
+    transform(out, code, kp[0], kp[1], kp[2], 0.0, np.zeros(n), np.empty(n))
     return out
 
 
@@ -218,3 +204,78 @@ def get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
     epoch_of[slot] = counters[1]
     stamp[slot] = counters[0]
     return out
+
+
+class KernelRowPool:
+    """Kernel-row caches kept alive between solver runs (used by warm starts).
+
+    A grid over C solves the same kernel matrix again and again; with a pool active
+    (:func:`kernel_row_pool`), a run on the same data, kernel and ``cache_size``
+    as an earlier one takes over its :class:`RowCache` (and compiled data arrays),
+    so its kernel rows are not computed twice.  The key is a fingerprint of the
+    data (BLAKE2 of its bytes), the kernel's code and parameters, and the cache
+    size; a callable kernel is never pooled.  At most ``budget_mb`` MB are kept:
+    when a new cache does not fit, caches not used since :meth:`new_generation`
+    (the estimator calls it at each fit) are dropped first; if it still does not
+    fit, it is not kept.
+    """
+
+    def __init__(self, budget_mb):
+        self.budget = float(budget_mb) * 1024 * 1024
+        self.entries = OrderedDict()  # key -> [kernel data, RowCache, generation last used]
+        self.generation = 0
+
+    def new_generation(self):
+        self.generation += 1
+
+    def nbytes(self):
+        return sum(e[1].rows.nbytes for e in self.entries.values())
+
+    def lookup(self, key):
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        entry[2] = self.generation
+        self.entries.move_to_end(key)
+        return entry[0], entry[1]
+
+    def store(self, key, kd, cache):
+        need = cache.rows.nbytes
+        if self.nbytes() + need > self.budget:
+            for k in [k for k, e in self.entries.items() if e[2] < self.generation]:
+                del self.entries[k]
+                if self.nbytes() + need <= self.budget:
+                    break
+        if self.nbytes() + need <= self.budget:
+            self.entries[key] = [kd, cache, self.generation]
+
+
+_POOL = threading.local()
+
+
+@contextlib.contextmanager
+def kernel_row_pool(pool):
+    """Within this block, :func:`solve` takes and leaves kernel-row caches in ``pool``
+    (a :class:`KernelRowPool`, or None for no pooling)."""
+    previous = getattr(_POOL, "pool", None)
+    _POOL.pool = pool
+    try:
+        yield pool
+    finally:
+        _POOL.pool = previous
+
+
+def _pool_key(problem, cache_size):
+    kernel = problem.kernel
+    if getattr(kernel, "name", "") == "callable":
+        return None
+    X = problem.X
+    h = hashlib.blake2b(digest_size=20)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        for a in (X.data, X.indices, X.indptr):
+            h.update(np.ascontiguousarray(a).view(np.uint8).ravel())
+    else:
+        h.update(np.ascontiguousarray(X, dtype=np.float64).view(np.uint8).ravel())
+    return (h.hexdigest(), tuple(X.shape), sp.issparse(X), int(kernel.code), tuple(map(float, kernel.params)),
+            float(cache_size))

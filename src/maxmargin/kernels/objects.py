@@ -1,4 +1,4 @@
-r"""Kernels as objects.
+r"""Kernels as objects (the user-facing side of :mod:`maxmargin.kernels`).
 
 Every kernel computes *blocks*: ``kernel(X, Z)`` is the dense matrix of kernel
 values between the rows of ``X`` and the rows of ``Z``, from one BLAS matrix
@@ -19,7 +19,8 @@ precomputed    the user's Gram matrix                           4
 
 The Gaussian kernel of the documents (seed 002, ``computeGaussianKernel``) is
 ``exp(-||x - z||^2 / (2 sigma^2))``; seed 000's figure uses sigma = 2.  The
-``code`` column is what the compiled solvers receive.
+``code`` column is what the compiled code receives; the formulas themselves live
+in :mod:`maxmargin.kernels.formulas`, written once for every caller.
 """
 from __future__ import annotations
 
@@ -27,77 +28,10 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import prange
 
-from ._jit import parallel_and_serial
-
-LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED = 0, 1, 2, 3, 4
-
-
-LOG2E = 1.4426950408889634
-LN2_HI = 0.6931471803691238     # ln 2 split in two (Cody & Waite): kf * LN2_HI is exact
-LN2_LO = 1.9082149292705877e-10
-ROUND_MAGIC = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, kept in the low bits
-
-
-@njit(cache=True, fastmath={"contract"})
-def exp_nonpos(o, scratch):
-    """``o[:] = exp(o)`` for arguments <= 0 (the RBF exponent), within 1 ulp of
-    ``np.exp``, in loops LLVM vectorises (Numba's scalar ``math.exp`` is several
-    times slower), so the exponential runs on a chunk while it is in the CPU cache.
-
-    exp(x) = 2^k exp(r) with k = round(x / ln 2), |r| <= ln2/2; exp(r) by its
-    Taylor polynomial of degree 13 (remainder < 1e-17); 2^k built in the exponent
-    bits.  Arguments below -708 give exp(-708) ~ 3e-308 instead of a subnormal:
-    an absolute error below 1e-307, far under anything a kernel value can matter."""
-    w = o.shape[0]
-    for t in range(w):
-        x = max(o[t], -708.0)
-        z = x * LOG2E + ROUND_MAGIC
-        kf = z - ROUND_MAGIC
-        r = (x - kf * LN2_HI) - kf * LN2_LO
-        v = 1.0 / 6227020800.0
-        v = v * r + 1.0 / 479001600.0
-        v = v * r + 1.0 / 39916800.0
-        v = v * r + 1.0 / 3628800.0
-        v = v * r + 1.0 / 362880.0
-        v = v * r + 1.0 / 40320.0
-        v = v * r + 1.0 / 5040.0
-        v = v * r + 1.0 / 720.0
-        v = v * r + 1.0 / 120.0
-        v = v * r + 1.0 / 24.0
-        v = v * r + 1.0 / 6.0
-        v = v * r + 0.5
-        v = v * r + 1.0
-        o[t] = v * r + 1.0
-        scratch[t] = z
-    bits = scratch[:w].view(np.int64)
-    for t in range(w):
-        bits[t] = (bits[t] + 1023) << 52  # the low bits of z hold k: into the exponent field
-    scale = scratch[:w]
-    for t in range(w):
-        o[t] *= scale[t]
-
-
-def _rbf_from_dot_py(D, sqx, sqz, gamma):
-    """In place: dot products -> exp(-gamma * max(||x||^2 + ||z||^2 - 2 x.z, 0)),
-    rows in parallel, the exponential applied to each row while it is in cache."""
-    n, m = D.shape
-    for i in prange(n):
-        a = sqx[i]
-        row = D[i]
-        for j in range(m):
-            d = a + sqz[j] - 2.0 * row[j]
-            row[j] = -gamma * (d if d > 0.0 else 0.0)
-        exp_nonpos(row, np.empty(m))
-
-
-_rbf_from_dot_par, _rbf_from_dot_ser = parallel_and_serial(_rbf_from_dot_py)
-
-
-def _rbf_from_dot(D, sqx, sqz, gamma):
-    fn = _rbf_from_dot_par if D.size >= 2_000_000 else _rbf_from_dot_ser
-    fn(D, np.ascontiguousarray(sqx, dtype=np.float64), np.ascontiguousarray(sqz, dtype=np.float64), float(gamma))
+from .._jit import parallel_and_serial
+from .formulas import LINEAR, POLY, PRECOMPUTED, RBF, SIGMOID, transform_rows
 
 #: Rows per block when a kernel product is taken in pieces (bounded memory).
 BLOCK_ROWS = 1024
@@ -172,6 +106,12 @@ def row_norms_sq(X):
     return np.einsum("ij,ij->i", X, X)
 
 
+def _diag_by_formula(kernel, sq):
+    """k(x, x) from ||x||^2 by the shared formula."""
+    D = np.array(sq, dtype=np.float64, order="C").reshape(1, -1)
+    return transform_rows(D, kernel.code, kernel.params)[0]
+
+
 class Kernel:
     """Base class. Subclasses set ``name`` and ``code`` and implement ``_from_dot``."""
 
@@ -186,8 +126,9 @@ class Kernel:
     def _block(self, X, Z):
         return self._from_dot(_dot(X, Z), X, Z)
 
-    def _from_dot(self, D, X, Z):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _from_dot(self, D, X, Z):
+        """Kernel values from the dot products ``D`` (the shared compiled formula)."""
+        return transform_rows(np.array(D, dtype=np.float64, order="C"), self.code, self.params)
 
     def rows(self, X, idx):
         """Kernel values between rows ``idx`` of ``X`` and all of ``X``."""
@@ -235,11 +176,8 @@ class PolynomialKernel(Kernel):
     def __init__(self, gamma=1.0, degree=3, coef0=0.0):
         self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
 
-    def _from_dot(self, D, X, Z):
-        return (self.gamma * D + self.coef0) ** self.degree
-
     def _diag_from_sq(self, sq):
-        return (self.gamma * sq + self.coef0) ** self.degree
+        return _diag_by_formula(self, sq)
 
     @property
     def params(self):
@@ -262,9 +200,8 @@ class RBFKernel(Kernel):
         return float(np.sqrt(1.0 / (2.0 * self.gamma)))
 
     def _from_dot(self, D, X, Z):
-        D = np.ascontiguousarray(D, dtype=np.float64)
-        _rbf_from_dot(D, row_norms_sq(X), row_norms_sq(Z), self.gamma)  # exp included
-        return D
+        return transform_rows(np.ascontiguousarray(D, dtype=np.float64), RBF, self.params,
+                              row_norms_sq(X), row_norms_sq(Z))
 
     def _diag_from_sq(self, sq):
         return np.ones_like(sq)
@@ -285,11 +222,8 @@ class SigmoidKernel(Kernel):
     def __init__(self, gamma=1.0, coef0=0.0):
         self.gamma, self.coef0 = float(gamma), float(coef0)
 
-    def _from_dot(self, D, X, Z):
-        return np.tanh(self.gamma * D + self.coef0)
-
     def _diag_from_sq(self, sq):
-        return np.tanh(self.gamma * sq + self.coef0)
+        return _diag_by_formula(self, sq)
 
     @property
     def params(self):

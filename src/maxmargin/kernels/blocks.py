@@ -1,0 +1,164 @@
+r"""Kernel blocks between two index sets of one training matrix, compiled.
+
+``block(bd, ra, rb, out)`` writes :math:`K(x_{ra_i}, x_{rb_j})` into
+``out[:len(ra), :len(rb)]`` without copying the training data beyond one block:
+the one-vs-one problems (:mod:`maxmargin.solvers.ovo`) address their rows by
+index arrays into X.  :class:`BlockData` holds X as plain arrays for compiled
+code; how the dot products are formed is decided once, from the data:
+
+==========  =================================================================
+mode        how
+==========  =================================================================
+narrow      dense with at most ``NARROW_D`` features: a loop vectorised along
+            the columns of the block (BLAS is slow on thin products)
+dense       dense: the two sides gathered, one BLAS product
+sparse      CSR: each row of ``ra`` scattered into a dense work vector, each
+            row of ``rb`` gathers its nonzeros from it (cost by nonzeros)
+gram        precomputed kernel: entries of the Gram matrix
+==========  =================================================================
+
+Every dot product becomes a kernel value through
+:func:`maxmargin.kernels.formulas.transform`, one block row at a time.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from .formulas import PRECOMPUTED, RBF, check_code, transform
+from .objects import row_norms_sq
+
+#: dense data with at most this many features: compiled loop instead of BLAS
+NARROW_D = 32
+NARROW, DENSE, SPARSE, GRAM = 0, 1, 2, 3
+
+BlockData = namedtuple("BlockData", "mode code gamma coef0 degree X data indices indptr sq n_features")
+
+
+def block_data(X, kernel):
+    """:class:`BlockData` for training data ``X`` (dense or CSR; the Gram matrix for a
+    precomputed kernel) and a built-in or precomputed :class:`~maxmargin.kernels.Kernel`."""
+    empty_f, empty_i = np.zeros(1), np.zeros(1, dtype=np.int64)
+    if kernel.code == PRECOMPUTED:
+        if kernel.name == "callable":
+            raise ValueError("a callable kernel has no compiled blocks")
+        G = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+        return BlockData(GRAM, PRECOMPUTED, 0.0, 0.0, 0.0, G, empty_f, empty_i, empty_i, empty_f, 0)
+    code = check_code(kernel.code)
+    gamma, coef0, degree = (float(v) for v in kernel.params)
+    sq = np.ascontiguousarray(row_norms_sq(X), dtype=np.float64) if code == RBF else np.zeros(X.shape[0])
+    if sp.issparse(X):
+        Xc = sp.csr_matrix(X, dtype=np.float64)
+        Xc.sort_indices()
+        return BlockData(SPARSE, code, gamma, coef0, degree, np.zeros((1, 1)), Xc.data,
+                         Xc.indices.astype(np.int64), Xc.indptr.astype(np.int64), sq, X.shape[1])
+    Xd = np.ascontiguousarray(X, dtype=np.float64)
+    mode = NARROW if Xd.shape[1] <= NARROW_D else DENSE
+    return BlockData(mode, code, gamma, coef0, degree, Xd, empty_f, empty_i, empty_i, sq, X.shape[1])
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out):
+    na, nb, d = ra.shape[0], rb.shape[0], X.shape[1]
+    ZT = np.empty((d, nb))
+    sqb = np.empty(nb)
+    for j in range(nb):
+        sqb[j] = sq[rb[j]]
+        for f in range(d):
+            ZT[f, j] = X[rb[j], f]
+    scratch = np.empty(nb)
+    for i in range(na):
+        o = out[i][:nb]
+        x = X[ra[i]]
+        f = 0
+        while f < d:  # up to four features per pass over the block row
+            x0 = x[f]
+            x1 = x[f + 1] if f + 1 < d else 0.0
+            x2 = x[f + 2] if f + 2 < d else 0.0
+            x3 = x[f + 3] if f + 3 < d else 0.0
+            z0 = ZT[f]
+            z1 = ZT[min(f + 1, d - 1)]
+            z2 = ZT[min(f + 2, d - 1)]
+            z3 = ZT[min(f + 3, d - 1)]
+            if f == 0:
+                for t in range(nb):
+                    o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+            else:
+                for t in range(nb):
+                    o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+            f += 4
+        if d == 0:
+            o[:] = 0.0
+        transform(o, code, gamma, coef0, degree, sq[ra[i]], sqb, scratch)
+
+
+@njit(cache=True, nogil=True)
+def _dense(X, code, gamma, coef0, degree, sq, ra, rb, out):
+    na, nb, d = ra.shape[0], rb.shape[0], X.shape[1]
+    Xa = np.empty((na, d))
+    Xb = np.empty((nb, d))
+    for i in range(na):
+        Xa[i] = X[ra[i]]
+    for j in range(nb):
+        Xb[j] = X[rb[j]]
+    D = np.dot(Xa, Xb.T)
+    sqb = np.empty(nb)
+    for j in range(nb):
+        sqb[j] = sq[rb[j]]
+    scratch = np.empty(nb)
+    for i in range(na):
+        o = out[i][:nb]
+        o[:] = D[i]
+        transform(o, code, gamma, coef0, degree, sq[ra[i]], sqb, scratch)
+
+
+@njit(cache=True, nogil=True)
+def _sparse(data, indices, indptr, n_features, code, gamma, coef0, degree, sq, ra, rb, out):
+    na, nb = ra.shape[0], rb.shape[0]
+    work = np.zeros(n_features)
+    sqb = np.empty(nb)
+    for j in range(nb):
+        sqb[j] = sq[rb[j]]
+    scratch = np.empty(nb)
+    for i in range(na):
+        r = ra[i]
+        for q in range(indptr[r], indptr[r + 1]):
+            work[indices[q]] = data[q]
+        o = out[i][:nb]
+        for j in range(nb):
+            t = rb[j]
+            s = 0.0
+            for q in range(indptr[t], indptr[t + 1]):
+                s += work[indices[q]] * data[q]
+            o[j] = s
+        for q in range(indptr[r], indptr[r + 1]):
+            work[indices[q]] = 0.0
+        transform(o, code, gamma, coef0, degree, sq[r], sqb, scratch)
+
+
+@njit(cache=True, nogil=True)
+def block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, ra, rb, out):
+    """``out[:len(ra), :len(rb)] = K(x_ra, x_rb)`` (the fields of :class:`BlockData` first)."""
+    if mode == NARROW:
+        _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out)
+    elif mode == DENSE:
+        _dense(X, code, gamma, coef0, degree, sq, ra, rb, out)
+    elif mode == SPARSE:
+        _sparse(data, indices, indptr, n_features, code, gamma, coef0, degree, sq, ra, rb, out)
+    else:
+        for i in range(ra.shape[0]):
+            for j in range(rb.shape[0]):
+                out[i, j] = X[ra[i], rb[j]]
+
+
+def kernel_block(bd, ra, rb):
+    """K(x_ra, x_rb) as a new array (for tests and small callers)."""
+    ra = np.ascontiguousarray(ra, dtype=np.int64)
+    rb = np.ascontiguousarray(rb, dtype=np.int64)
+    out = np.empty((ra.shape[0], rb.shape[0]))
+    block(*bd, ra, rb, out)
+    return out

@@ -1,0 +1,342 @@
+r"""The kernel-row engine: kernel rows for batches of data rows, on all cores.
+
+:class:`KernelRows` computes ``K(x_i, X[cols])`` for a batch of rows ``i`` into
+a buffer (the batched solver's working-set rows, the gradient rebuild, the
+one-vs-one blocks).  :func:`decide` picks, in this one place, how the dot products
+are formed for the data at hand:
+
+=============  ==========================================================
+path           when, and how
+=============  ==========================================================
+``narrow``     dense, at most ``ROWS_SMALL_D`` features: a compiled loop
+               vectorised along the columns (BLAS is slow on thin products)
+``dense``      dense: column chunks in parallel, one BLAS product each
+``sparse``     CSR with at most ``SPARSE_ROWS_MAX_DENSITY`` nonzeros and a
+               small feature space: each new row costs nnz(row) vector
+               updates over a transposed chunk of X held in cache
+``wide``       CSR with many features: sparse products
+``gram``       precomputed or callable kernel: rows of the Gram matrix
+=============  ==========================================================
+
+Every path ends in :func:`maxmargin.kernels.formulas.transform`, applied to a
+chunk while it is in cache.  A second array backend (GPU arrays, say) would be
+one more module with a class of the same three methods (``set_columns``,
+``compute``, ``times``) chosen by :func:`decide`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from .._jit import parallel, parallel_and_serial
+from .formulas import LINEAR, PRECOMPUTED, RBF, transform, transform_rows
+from .objects import densify_if_cheap, row_norms_sq
+
+#: kernel rows of data with at most this many features come from a compiled loop;
+#: wider data goes through BLAS (measured: the loop wins at 3 features, loses 3x at 22)
+ROWS_SMALL_D = 8
+
+
+# The compiled loops below index 1-D slices from 0 (``o = out[r][lo:hi]``, then
+# ``o[t]``): with an offset index (``out[r, lo + t]``) Numba's negative-index
+# handling stops LLVM from vectorising them (measured: 3-4x slower).
+
+
+CHUNK = 2048
+#: sparse input with at most this fraction of nonzeros computes kernel rows from
+#: its sparse rows (nnz updates per column) rather than a dense product (d per column)
+SPARSE_ROWS_MAX_DENSITY = 0.25
+SPARSE_CHUNK = 512
+#: the gradient rebuild of dense data with at most this many features runs in the
+#: fused compiled loop (:func:`_times_sparse_py`) rather than BLAS blocks + NumPy
+TIMES_AXPY_MAX_D = 64
+
+
+def _rows_dense_py(X, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
+    """out[dest[r]] = k(Xb[r], X): column chunks in parallel, each one BLAS product
+    (run with BLAS limited to one thread) followed by the kernel transform while
+    the chunk is still in cache."""
+    n = X.shape[0]
+    q = Xb.shape[0]
+    nch = (n + CHUNK - 1) // CHUNK
+    for c in prange(nch):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, n)
+        D = np.dot(Xb, X[lo:hi].T)
+        scratch = np.empty(hi - lo)
+        sqc = sq[lo:hi]
+        for r in range(q):
+            o = out[dest[r]][lo:hi]
+            o[:] = D[r]
+            transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+
+
+def _rows_small_py(XcT, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
+    """As :func:`_rows_dense_py` for few features: the products by a compiled loop
+    over ``XcT`` (features x columns), vectorised along the columns."""
+    d, n = XcT.shape
+    q = Xb.shape[0]
+    nch = (n + CHUNK - 1) // CHUNK
+    for c in prange(nch):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, n)
+        w = hi - lo
+        scratch = np.empty(w)
+        sqc = sq[lo:hi]
+        for r in range(q):
+            o = out[dest[r]][lo:hi]
+            f = 0
+            while f < d:  # up to four features per pass over the chunk
+                x0 = Xb[r, f]
+                x1 = Xb[r, f + 1] if f + 1 < d else 0.0
+                x2 = Xb[r, f + 2] if f + 2 < d else 0.0
+                x3 = Xb[r, f + 3] if f + 3 < d else 0.0
+                z0 = XcT[f][lo:hi]
+                z1 = XcT[min(f + 1, d - 1)][lo:hi]
+                z2 = XcT[min(f + 2, d - 1)][lo:hi]
+                z3 = XcT[min(f + 3, d - 1)][lo:hi]
+                if f == 0:
+                    for t in range(w):
+                        o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+                else:
+                    for t in range(w):
+                        o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+                f += 4
+            transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+
+
+def _transpose_chunk(X, lo, hi, d, T):
+    """T[:, :hi-lo] = X[lo:hi, :d].T, in 8 x 8 tiles (T's rows are padded by the
+    caller: row strides of a power of two make the column writes collide in cache)."""
+    w = hi - lo
+    for t0 in range(0, w, 8):
+        t1 = min(t0 + 8, w)
+        for f0 in range(0, d, 8):
+            f1 = min(f0 + 8, d)
+            for t in range(t0, t1):
+                row = X[lo + t]
+                for f in range(f0, f1):
+                    T[f, t] = row[f]
+
+
+def _sparse_row_dot(o, T, bidx, bval, k0, k1):
+    """o[:] = sum_k bval[k] T[bidx[k], :w] over the nonzeros k0..k1 of one sparse row,
+    up to four nonzeros per pass over ``o`` (missing ones count with value 0)."""
+    w = o.shape[0]
+    if k1 <= k0:
+        o[:] = 0.0
+        return
+    k = k0
+    while k < k1:
+        last = k1 - 1
+        v0 = bval[k]
+        v1 = bval[k + 1] if k + 1 < k1 else 0.0
+        v2 = bval[k + 2] if k + 2 < k1 else 0.0
+        v3 = bval[k + 3] if k + 3 < k1 else 0.0
+        T0 = T[bidx[k]]
+        T1 = T[bidx[min(k + 1, last)]]
+        T2 = T[bidx[min(k + 2, last)]]
+        T3 = T[bidx[min(k + 3, last)]]
+        if k == k0:
+            for t in range(w):
+                o[t] = (v0 * T0[t] + v1 * T1[t]) + (v2 * T2[t] + v3 * T3[t])
+        else:
+            for t in range(w):
+                o[t] += (v0 * T0[t] + v1 * T1[t]) + (v2 * T2[t] + v3 * T3[t])
+        k += 4
+
+
+def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, out, dest):
+    """out[dest[r]] = k(b_r, X) for sparse rows b_r (CSR arrays ``bptr, bidx, bval``):
+    each row costs nnz(b_r) vector updates per column instead of d, over a
+    transposed chunk of X held in cache (sparse data such as a9a, 11% nonzeros)."""
+    n = X.shape[0]
+    q = bptr.shape[0] - 1
+    nch = (n + SPARSE_CHUNK - 1) // SPARSE_CHUNK
+    for c in prange(nch):
+        lo = c * SPARSE_CHUNK
+        hi = min(lo + SPARSE_CHUNK, n)
+        w = hi - lo
+        T = np.empty((d, w + 8))
+        _transpose_chunk(X, lo, hi, d, T)
+        scratch = np.empty(w)
+        sqc = sq[lo:hi]
+        for r in range(q):
+            o = out[dest[r]][lo:hi]
+            _sparse_row_dot(o, T, bidx, bval, bptr[r], bptr[r + 1])
+            transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+
+
+def _times_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, coef, res):
+    """res[r] = sum_j k(b_r, X[j]) coef[j] (the gradient rebuild) for sparse rows b_r:
+    blocks of rows in parallel, kernel values never kept beyond one chunk."""
+    n = X.shape[0]
+    q = bptr.shape[0] - 1
+    nb = (q + SPARSE_CHUNK - 1) // SPARSE_CHUNK
+    for b in prange(nb):
+        r0 = b * SPARSE_CHUNK
+        r1 = min(r0 + SPARSE_CHUNK, q)
+        T = np.empty((d, SPARSE_CHUNK + 8))
+        buf = np.empty(SPARSE_CHUNK)
+        scratch = np.empty(SPARSE_CHUNK)
+        for r in range(r0, r1):
+            res[r] = 0.0
+        for lo in range(0, n, SPARSE_CHUNK):
+            hi = min(lo + SPARSE_CHUNK, n)
+            w = hi - lo
+            _transpose_chunk(X, lo, hi, d, T)
+            o = buf[:w]
+            sqc = sq[lo:hi]
+            cc = coef[lo:hi]
+            for r in range(r0, r1):
+                _sparse_row_dot(o, T, bidx, bval, bptr[r], bptr[r + 1])
+                transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
+                acc = 0.0
+                for t in range(w):
+                    acc += o[t] * cc[t]
+                res[r] += acc
+
+
+#: Below this many multiply-adds a parallel region costs more than it gives: waking
+#: the other thread can take a scheduler time slice on a busy machine.
+PARALLEL_MIN_WORK = 4_000_000
+
+_transpose_chunk = njit(cache=True)(_transpose_chunk)
+_sparse_row_dot = njit(cache=True, fastmath={"contract"})(_sparse_row_dot)
+# (parallel_and_serial: one cache entry each; see maxmargin._jit)
+_rows_dense_par, _rows_dense_ser = parallel_and_serial(_rows_dense_py)
+_rows_small_par, _rows_small_ser = parallel_and_serial(_rows_small_py, fastmath={"contract"})
+_rows_sparse_par, _rows_sparse_ser = parallel_and_serial(_rows_sparse_py)
+_times_sparse = parallel(_times_sparse_py)
+
+
+def decide(X, kernel):
+    """The path (see the module's table) for kernel rows of training data ``X``."""
+    if kernel.code == PRECOMPUTED:
+        return "gram"
+    Xd = densify_if_cheap(X)
+    if sp.issparse(Xd):
+        return "wide"
+    if Xd.shape[1] <= ROWS_SMALL_D:
+        return "narrow"
+    if sp.issparse(X) and X.nnz <= SPARSE_ROWS_MAX_DENSITY * X.shape[0] * X.shape[1]:
+        return "sparse"
+    return "dense"
+
+
+class KernelRows:
+    """Kernel rows ``K(x_i, X[cols])`` for batches of data rows, into a given buffer.
+
+    ``set_columns(cols)`` restricts the columns to the active data rows of a
+    shrunk problem (the rows written are then ``len(cols)`` long).
+    """
+
+    def __init__(self, X, kernel):
+        self.kernel = kernel
+        self.code = kernel.code
+        self.gamma, self.coef0, self.degree = kernel.params
+        self.path = decide(X, kernel)
+        self.small = self.path == "narrow"
+        self.Xs = None  # CSR rows for the sparse-row products (low-density sparse input)
+        if self.path == "gram":
+            G = kernel(X, X) if kernel.name == "callable" else (X.toarray() if sp.issparse(X) else X)
+            self.X = np.ascontiguousarray(G, dtype=np.float64)
+            self.X_orig = self.X
+        else:
+            self.X = densify_if_cheap(X)
+            self.X_orig = self.X
+            if self.path == "sparse":
+                # sparse input densified for the columns: new rows still go in sparse
+                self.Xs = sp.csr_matrix(X, dtype=np.float64)
+                self.Xs.sum_duplicates()
+                self.d = X.shape[1]
+            if self.path in ("dense", "sparse"):
+                # zero columns up to a multiple of 8: the products are unchanged, and
+                # BLAS avoids a slow edge case for small odd widths (20x on 22 features)
+                # (no copy when the width is already a multiple of 8)
+                d = self.X.shape[1]
+                dp = -(-d // 8) * 8
+                if dp != d:
+                    Xp = np.zeros((self.X.shape[0], dp))
+                    Xp[:, :d] = self.X
+                    self.X = Xp
+                else:
+                    self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self.sq = np.ascontiguousarray(row_norms_sq(self.X), dtype=np.float64) if self.code == RBF \
+            else np.zeros(self.X.shape[0])
+        self.n = self.X.shape[0]
+        self.set_columns(None)
+
+    def set_columns(self, cols):
+        """Compute kernel values against the data rows ``cols`` only (None: all)."""
+        self.cols = cols
+        if cols is None:
+            self.Xc, self.sqc, self.m = self.X, self.sq, self.n
+        else:
+            self.Xc = self.X[:, cols] if self.code == PRECOMPUTED else self.X[cols]
+            self.sqc = np.ascontiguousarray(self.sq[cols])
+            self.m = cols.shape[0]
+        self.XcT = np.ascontiguousarray(self.Xc.T) if self.small else None
+
+    def diag(self):
+        if self.code == PRECOMPUTED:
+            return np.ascontiguousarray(np.diag(self.X), dtype=np.float64)
+        return self.kernel._diag_from_sq(row_norms_sq(self.X))
+
+    def compute(self, idx, out, dest=None):
+        """``out[dest[k], :m] = K(x_idx[k], X[cols])`` (``dest`` defaults to 0..k-1)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        dest = np.arange(idx.size, dtype=np.int64) if dest is None else np.asarray(dest, dtype=np.int64)
+        if idx.size == 0:
+            return out
+        m = self.m
+        if self.path == "gram":
+            out[dest, :m] = self.Xc[idx]
+            return out
+        if self.path == "sparse":
+            Xi = self.Xs[idx]
+            big = Xi.nnz * m >= PARALLEL_MIN_WORK
+            (_rows_sparse_par if big else _rows_sparse_ser)(
+                self.Xc, self.d, Xi.indptr.astype(np.int64), Xi.indices.astype(np.int64), Xi.data,
+                self.sq[idx], self.sqc, self.code, self.gamma, self.coef0, float(self.degree), out, dest)
+            return out
+        Xi = self.X[idx]
+        if self.path == "wide":
+            Xi = Xi.toarray() if Xi.shape[1] <= 100_000 else Xi
+            D = self.Xc @ Xi.T  # (m, k)
+            D = np.ascontiguousarray((D.toarray() if sp.issparse(D) else np.asarray(D)).T)
+            transform_rows(D, self.code, (self.gamma, self.coef0, self.degree), self.sq[idx], self.sqc)
+            out[dest, :m] = D
+        elif self.small:
+            big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
+            (_rows_small_par if big else _rows_small_ser)(
+                self.XcT, np.ascontiguousarray(Xi), self.sq[idx], self.sqc, self.code, self.gamma,
+                self.coef0, float(self.degree), out, dest)
+        else:
+            big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
+            (_rows_dense_par if big else _rows_dense_ser)(
+                self.Xc, np.ascontiguousarray(Xi), self.sq[idx], self.sqc, self.code, self.gamma,
+                self.coef0, float(self.degree), out, dest)
+        return out
+
+    def times(self, rows, coef, targets):
+        """``K(X[targets], X[rows]) @ coef`` over all training data (gradient rebuild)."""
+        if rows.size == 0 or targets.size == 0:
+            return np.zeros(targets.size)
+        if self.path == "gram":
+            return self.X[np.ix_(targets, rows)] @ coef
+        if self.Xs is not None or (not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D):
+            # compiled and fused (kernel value, exp, product with coef); the targets'
+            # nonzeros drive the products
+            Xt = self.Xs[targets] if self.Xs is not None else sp.csr_matrix(self.X[targets])
+            res = np.empty(targets.size)
+            _times_sparse(np.ascontiguousarray(self.X[rows]), Xt.shape[1], Xt.indptr.astype(np.int64),
+                          Xt.indices.astype(np.int64), Xt.data, self.sq[targets],
+                          np.ascontiguousarray(self.sq[rows]), self.code, self.gamma, self.coef0,
+                          float(self.degree), np.ascontiguousarray(coef, dtype=np.float64), res)
+            return res
+        return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
+
+

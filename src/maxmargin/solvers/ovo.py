@@ -1,0 +1,379 @@
+r"""All one-vs-one problems of a multi-class C-SVC, solved in compiled code.
+
+For classes :math:`a < b` the binary problem is the standard dual (seed 001)
+
+.. math::
+
+    \min_\alpha \tfrac12 \alpha^TQ\alpha - e^T\alpha \quad\text{s.t.}\quad
+    y^T\alpha = 0,\; 0 \le \alpha_t \le C_t,\qquad Q_{st} = y_sy_tK(x_s, x_t),
+
+over the rows of classes a (:math:`y = +1`) and b (:math:`y = -1`).  When a
+pair's Gram matrix is small (:func:`pair_fits`), nothing is gained by computing
+its kernel rows on demand: SMO visits most of them.  Here each pair's Gram
+matrix is assembled from *class blocks*: the diagonal blocks
+:math:`K(X_a, X_a)` are computed once per class and shared by the :math:`k-1`
+pairs of that class, the off-diagonal block :math:`K(X_a, X_b)` once for its
+pair, so the kernel work for :math:`k` classes is about
+:math:`\tfrac12 n^2`, that of one binary problem of the same size.  The pair's
+SMO (WSS3, :func:`pair_smo`) then runs on the class blocks
+in memory (no assembled matrix), and the offset (LIBSVM's rule), the objective and the
+training decision values come out of the same compiled call.  Rows are index
+arrays into the training matrix, never copies of it.
+
+Pairs run in batches on a pool of threads (the compiled code releases the
+GIL).  Between batches Python checks for a stop (Ctrl-C, time limit), and the
+batches are handed out dynamically, so a core taken by another process slows
+only the batches it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+import numpy as np
+from numba import njit
+
+from .._threads import cores, one_blas_thread
+from ..kernels.blocks import block
+from .smo import TAU, compute_rho, pair_step
+
+#: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
+BATCH_ENTRIES = 4_000_000
+#: no SMO limit when max_iter is -1 (LIBSVM has none either)
+NO_LIMIT = 1 << 62
+
+
+def pair_fits(n_pair, cache_size, workers):
+    """Whether a pair of ``n_pair`` rows is solved on its in-memory Gram matrix: every
+    worker holds one, within ``cache_size`` MB together."""
+    return 8.0 * n_pair * n_pair * max(workers, 1) <= cache_size * 1024 * 1024
+
+
+@njit(cache=True, nogil=True)
+def _violation(y, G, alpha, U):
+    """max_{I_up} -y G - min_{I_low} -y G (the stopping measure), 0 if a set is empty."""
+    gmax = -np.inf
+    gmin = np.inf
+    for t in range(y.shape[0]):
+        s = -y[t] * G[t]
+        if (y[t] > 0 and alpha[t] < U[t]) or (y[t] < 0 and alpha[t] > 0.0):
+            gmax = max(gmax, s)
+        if (y[t] > 0 and alpha[t] > 0.0) or (y[t] < 0 and alpha[t] < U[t]):
+            gmin = min(gmin, s)
+    if gmax == -np.inf or gmin == np.inf:
+        return 0.0
+    return max(gmax - gmin, 0.0)
+
+
+@njit(cache=True, nogil=True)
+def _class_blocks(c0, c1, cstart, order, mode, code, gamma, coef0, degree, X, data, indices, indptr, sq,
+                  n_features, doff, diag):
+    """The diagonal blocks K(X_c, X_c) of classes c0..c1-1 into ``diag`` (flat, at ``doff[c]``)."""
+    for c in range(c0, c1):
+        r = order[cstart[c]:cstart[c + 1]]
+        m = r.shape[0]
+        if doff[c + 1] - doff[c] != m * m:
+            continue  # a class no requested pair needs
+        out = diag[doff[c]:doff[c] + m * m].reshape((m, m))
+        block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, r, r, out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row(i, na, Da, Db, off, offT):
+    """Row i of the pair's Gram matrix as its two class segments (no copy)."""
+    if i < na:
+        return Da[i], off[i]
+    return offT[i - na], Db[i - na]
+
+
+@njit(cache=True, nogil=True)
+def _shrink(act, m, na, U, alpha, G):
+    """LIBSVM's shrinking rule on the active list ``act[:m]``: a variable at a bound whose
+    gradient says it stays there leaves the selection (not the gradient update, which
+    covers every variable: the Gram matrix is in memory, so nothing is rebuilt later).
+    Returns the new active count (the list stays in increasing order)."""
+    gmax1 = -np.inf  # max over I_up of -y G
+    gmax2 = -np.inf  # max over I_low of y G
+    for k in range(m):
+        t = act[k]
+        if t < na:
+            if alpha[t] < U[t]:
+                gmax1 = max(gmax1, -G[t])
+            if alpha[t] > 0.0:
+                gmax2 = max(gmax2, G[t])
+        else:
+            if alpha[t] > 0.0:
+                gmax1 = max(gmax1, G[t])
+            if alpha[t] < U[t]:
+                gmax2 = max(gmax2, -G[t])
+    keep = 0
+    for k in range(m):
+        t = act[k]
+        out = False
+        if alpha[t] >= U[t]:
+            out = (-G[t] > gmax1) if t < na else (-G[t] > gmax2)
+        elif alpha[t] <= 0.0:
+            out = (G[t] > gmax2) if t < na else (G[t] > gmax1)
+        if not out:
+            act[keep] = t
+            keep += 1
+    return keep
+
+
+@njit(cache=True, nogil=True)
+def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
+    """WSS3 SMO (seed 001's clipped pair step, :func:`maxmargin.solvers.smo.pair_step`)
+    on one pair whose Gram matrix is held as class blocks: rows ``0..na-1`` are class
+    a (y = +1), with kernel rows ``[Da[i], off[i]]``; rows ``na..`` class b (y = -1),
+    ``[offT[i - na], Db[i - na]]``.  The gradient ``G`` and ``alpha`` are updated in
+    place.  With ``shrinking`` the selection looks at the active variables only
+    (:func:`_shrink` every ``min(n, 1000)`` steps) and, once they are optimal, at all
+    of them again.  Returns the number of steps."""
+    na = Da.shape[0]
+    nb = Db.shape[0]
+    n = na + nb
+    QD = np.empty(n)
+    for t in range(na):
+        QD[t] = Da[t, t]
+    for t in range(nb):
+        QD[na + t] = Db[t, t]
+    act = np.arange(n)
+    m = n
+    period = min(n, 1000)
+    counter = period
+    it = 0
+    while it < max_iter:
+        if shrinking:
+            counter -= 1
+            if counter <= 0:
+                counter = period
+                m = _shrink(act, m, na, U, alpha, G)
+        # i: the maximal -y G over I_up
+        gmax = -np.inf
+        i = -1
+        for k in range(m):
+            t = act[k]
+            if t < na:
+                if alpha[t] < U[t] and -G[t] >= gmax:
+                    gmax = -G[t]
+                    i = t
+            elif alpha[t] > 0.0 and G[t] >= gmax:
+                gmax = G[t]
+                i = t
+        j = -1
+        gmax2 = -np.inf
+        if i >= 0:
+            Li, Ri = _row(i, na, Da, Db, off, offT)
+            QDi = QD[i]
+            # j: the second-order choice over I_low (Fan, Chen & Lin 2005)
+            best = np.inf
+            for k in range(m):
+                t = act[k]
+                if t < na:
+                    if alpha[t] <= 0.0:
+                        continue
+                    v = G[t]
+                    kit = Li[t]
+                else:
+                    if alpha[t] >= U[t]:
+                        continue
+                    v = -G[t]
+                    kit = Ri[t - na]
+                gmax2 = max(gmax2, v)
+                b = gmax + v
+                if b > 0.0:
+                    a = QDi + QD[t] - 2.0 * kit
+                    obj = -(b * b) / (a if a > 0.0 else TAU)
+                    if obj <= best:
+                        best = obj
+                        j = t
+        if i < 0 or j < 0 or gmax + gmax2 < tol:
+            if m == n:
+                break
+            m = n  # optimal on the active set: look at every variable again
+            for t in range(n):
+                act[t] = t
+            counter = period
+            continue
+        Li, Ri = _row(i, na, Da, Db, off, offT)
+        Lj, Rj = _row(j, na, Da, Db, off, offT)
+        Kij = Li[j] if j < na else Ri[j - na]
+        yi = 1.0 if i < na else -1.0
+        yj = 1.0 if j < na else -1.0
+        quad = QD[i] + QD[j] - 2.0 * Kij
+        if quad <= 0.0:
+            quad = TAU
+        old_ai = alpha[i]
+        old_aj = alpha[j]
+        ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
+        alpha[i] = ai
+        alpha[j] = aj
+        dai = (ai - old_ai) * yi
+        daj = (aj - old_aj) * yj
+        for t in range(na):
+            G[t] += Li[t] * dai + Lj[t] * daj
+        Gb = G[na:]
+        for t in range(nb):
+            Gb[t] -= Ri[t] * dai + Rj[t] * daj
+        it += 1
+    return it
+
+
+@njit(cache=True, nogil=True)
+def _solve_pairs(p0, p1, pa, pb, cstart, order, C, mode, code, gamma, coef0, degree, X, data, indices, indptr,
+                 sq, n_features, doff, diag, tol, max_iter, shrinking, aoff, alpha_out, G_out, res):
+    """Pairs p0..p1-1: the off-diagonal class block, SMO, offset and objective.
+
+    ``res[p] = (rho, objective, iterations, violation)``; the multipliers and the
+    gradient of pair p go to ``alpha_out``/``G_out`` at ``aoff[p]`` (rows of class a
+    first, then b, each in the order of ``order``)."""
+    for p in range(p0, p1):
+        a = pa[p]
+        b = pb[p]
+        ra = order[cstart[a]:cstart[a + 1]]
+        rb = order[cstart[b]:cstart[b + 1]]
+        na = ra.shape[0]
+        nb = rb.shape[0]
+        n = na + nb
+        Da = diag[doff[a]:doff[a] + na * na].reshape((na, na))
+        Db = diag[doff[b]:doff[b] + nb * nb].reshape((nb, nb))
+        off = np.empty((na, nb))
+        block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, ra, rb, off)
+        offT = np.ascontiguousarray(off.T)
+        y = np.empty(n)
+        U = np.empty(n)
+        for i in range(n):
+            y[i] = 1.0 if i < na else -1.0
+            U[i] = C[ra[i]] if i < na else C[rb[i - na]]
+        alpha = np.zeros(n)
+        G = -np.ones(n)
+        it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
+        obj = 0.0
+        for i in range(n):
+            obj += alpha[i] * (G[i] - 1.0)
+        o = aoff[p]
+        alpha_out[o:o + n] = alpha
+        G_out[o:o + n] = G
+        res[p, 0] = compute_rho(y, G, alpha, U)
+        res[p, 1] = 0.5 * obj
+        res[p, 2] = it
+        res[p, 3] = _violation(y, G, alpha, U)
+
+
+def _batches(sizes, entries):
+    """Consecutive ranges [i0, i1) whose items' ``sizes`` add up to about ``entries``."""
+    out = []
+    i0, acc = 0, 0
+    for i, s in enumerate(sizes):
+        acc += s
+        if acc >= entries:
+            out.append((i0, i + 1))
+            i0, acc = i + 1, 0
+    if i0 < len(sizes):
+        out.append((i0, len(sizes)))
+    return out
+
+
+def _run_batches(fn, batches, workers, stop):
+    """Run ``fn(i0, i1)`` for every batch on ``workers`` threads; between batches ``stop()``
+    may return a reason to stop (no new batches start; the running ones finish).
+    Returns None, or the reason.  Ctrl-C stops the same way, then is raised again."""
+    if workers <= 1:
+        for i0, i1 in batches:
+            why = stop()
+            if why:
+                return why
+            fn(i0, i1)
+        return None
+    pending = list(reversed(batches))
+    running = set()
+    why = None
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        try:
+            while pending or running:
+                while pending and len(running) < workers and why is None:
+                    why = stop()
+                    if why:
+                        break
+                    running.add(pool.submit(fn, *pending.pop()))
+                if not running:
+                    break
+                done, running = wait(running, timeout=0.25, return_when=FIRST_COMPLETED)
+                for f in done:
+                    f.result()
+        except BaseException:
+            pending.clear()
+            wait(running)
+            raise
+    return why
+
+
+def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, workers=None, time_limit=None):
+    """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
+
+    ``bd`` is the :class:`maxmargin.kernels.blocks.BlockData` of the training data,
+    ``y_idx`` the class index of each row, ``C`` the per-row upper bounds (rows
+    with ``C <= 0`` take part in no problem).  Returns a dict of arrays:
+    ``rows`` (per pair, the data rows: class a first, ``n_first`` of them),
+    ``alpha``/``grad`` (per pair),
+    ``rho``, ``objective``, ``n_iter``, ``violation``, and ``status``
+    ('converged', or 'time_limit' with the unsolved pairs' ``alpha`` None).
+    """
+    t0 = time.perf_counter()
+    y_idx = np.asarray(y_idx)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    k = int(y_idx.max()) + 1 if y_idx.size else 0
+    keep = np.flatnonzero(C > 0)
+    order = keep[np.argsort(y_idx[keep], kind="stable")].astype(np.int64)
+    counts = np.bincount(y_idx[keep], minlength=k)
+    cstart = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=cstart[1:])
+    used = sorted({c for pr in pairs for c in pr})
+    doff = np.zeros(k + 1, dtype=np.int64)
+    sizes_sq = np.zeros(k, dtype=np.int64)
+    sizes_sq[used] = counts[used] ** 2
+    np.cumsum(sizes_sq, out=doff[1:])
+    diag = np.empty(int(doff[-1]))
+    pa = np.array([a for a, _ in pairs], dtype=np.int64)
+    pb = np.array([b for _, b in pairs], dtype=np.int64)
+    n_pair = counts[pa] + counts[pb]
+    aoff = np.zeros(len(pairs) + 1, dtype=np.int64)
+    np.cumsum(n_pair, out=aoff[1:])
+    alpha = np.zeros(int(aoff[-1]))
+    grad = np.zeros(int(aoff[-1]))
+    res = np.full((len(pairs), 4), np.nan)
+    done = np.zeros(len(pairs), dtype=bool)
+    limit = NO_LIMIT if max_iter is None or max_iter < 0 else int(max_iter)
+    workers = workers or cores()
+
+    def stop():
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            return "time_limit"
+        return None
+
+    def classes(c0, c1):
+        _class_blocks(c0, c1, cstart, order, *bd, doff, diag)
+
+    def some_pairs(p0, p1):
+        _solve_pairs(p0, p1, pa, pb, cstart, order, C, *bd, doff, diag, float(tol), limit, bool(shrinking), aoff, alpha,
+                     grad, res)
+        done[p0:p1] = True
+
+    with one_blas_thread():
+        why = _run_batches(classes, _batches(list(sizes_sq), BATCH_ENTRIES), workers, stop)
+        if why is None:
+            why = _run_batches(some_pairs, _batches(list(n_pair.astype(np.int64) ** 2), BATCH_ENTRIES),
+                               workers, stop)
+    rows = [np.concatenate([order[cstart[a]:cstart[a + 1]], order[cstart[b]:cstart[b + 1]]]) for a, b in pairs]
+    return {
+        "rows": rows,
+        "n_first": counts[pa],
+        "alpha": [alpha[aoff[p]:aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
+        "grad": [grad[aoff[p]:aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
+        "rho": res[:, 0],
+        "objective": res[:, 1],
+        "n_iter": res[:, 2],
+        "violation": res[:, 3],
+        "status": why or "converged",
+    }

@@ -1,0 +1,165 @@
+"""Every compiled kernel path against a naive formula, and dense input against sparse."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from maxmargin import SVC, SVR, OneClassSVM
+from maxmargin.kernels import formulas, make_kernel
+from maxmargin.kernels.blocks import DENSE, GRAM, NARROW, SPARSE, block_data, kernel_block
+from maxmargin.kernels.engine import KernelRows, decide
+from maxmargin.kernels.rowcache import compute_row, kernel_data, kernel_diag
+
+KERNELS = [
+    ("linear", {}),
+    ("poly", {"gamma": 0.3, "degree": 3, "coef0": 1.0}),
+    ("poly", {"gamma": 0.2, "degree": 2, "coef0": 0.0}),
+    ("rbf", {"gamma": 0.4}),
+    ("sigmoid", {"gamma": 0.05, "coef0": -0.5}),
+]
+
+
+def naive(name, kw, A, B):
+    """The kernel by its textbook formula, one pair of rows at a time."""
+    A = A.toarray() if sp.issparse(A) else A
+    B = B.toarray() if sp.issparse(B) else B
+    out = np.empty((A.shape[0], B.shape[0]))
+    for i, a in enumerate(A):
+        for j, b in enumerate(B):
+            if name == "linear":
+                out[i, j] = a @ b
+            elif name == "poly":
+                out[i, j] = (kw["gamma"] * (a @ b) + kw["coef0"]) ** kw["degree"]
+            elif name == "rbf":
+                out[i, j] = np.exp(-kw["gamma"] * np.sum((a - b) ** 2))
+            else:
+                out[i, j] = np.tanh(kw["gamma"] * (a @ b) + kw["coef0"])
+    return out
+
+
+def data(shape, density=None, seed=0):
+    rng = np.random.default_rng(seed)
+    if density is None:
+        return rng.normal(size=shape)
+    return sp.random(*shape, density=density, format="csr", random_state=seed, data_rvs=rng.standard_normal)
+
+
+# (name of the case, data, the engine path decide() must choose, the block mode)
+CASES = [
+    ("narrow dense", lambda: data((70, 5)), "narrow", NARROW),
+    ("dense", lambda: data((70, 40)), "dense", DENSE),
+    ("sparse rows", lambda: data((70, 60), density=0.1), "sparse", SPARSE),
+    ("wide sparse", lambda: data((70, 6000), density=0.003), "wide", SPARSE),
+]
+
+
+@pytest.mark.parametrize("name,kw", KERNELS)
+@pytest.mark.parametrize("case,make,path,mode", CASES, ids=[c[0] for c in CASES])
+def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
+    X = make()
+    kern = make_kernel(name, X=X, **kw)
+    ref = naive(name, kw, X, X)
+    tol = dict(rtol=1e-10, atol=1e-11)
+    # the kernel object's block
+    np.testing.assert_allclose(kern(X, X), ref, **tol)
+    # the row engine (batched solver), whole rows and rows restricted to columns
+    assert decide(X, kern) == path
+    eng = KernelRows(X, kern)
+    idx = np.array([0, 3, 69, 10])
+    out = np.zeros((4, X.shape[0]))
+    eng.compute(idx, out)
+    np.testing.assert_allclose(out, ref[idx], **tol)
+    cols = np.arange(5, 60, 3)
+    eng.set_columns(cols)
+    out = np.zeros((4, X.shape[0]))
+    eng.compute(idx, out)
+    np.testing.assert_allclose(out[:, :cols.size], ref[np.ix_(idx, cols)], **tol)
+    np.testing.assert_allclose(eng.diag(), np.diag(ref), **tol)
+    # the single rows of SMO
+    kd = kernel_data(X, kern)
+    row = np.zeros(X.shape[0])
+    targets = np.arange(X.shape[0], dtype=np.int64)
+    compute_row(kd.code, kd.kp, kd.X, kd.data, kd.indices, kd.indptr, kd.sqn, kd.sparse, kd.work, 7, targets,
+                targets.size, row)
+    np.testing.assert_allclose(row, ref[7], **tol)
+    diag = kernel_diag(kd.code, kd.kp, kd.X, kd.data, kd.indices, kd.indptr, kd.sqn, kd.sparse, X.shape[0])
+    np.testing.assert_allclose(diag, np.diag(ref), **tol)
+    # the class blocks of the one-vs-one route, between index sets
+    bd = block_data(X, kern)
+    assert bd.mode == mode
+    ra, rb = np.array([4, 1, 30, 31]), np.arange(50, 70)
+    np.testing.assert_allclose(kernel_block(bd, ra, rb), ref[np.ix_(ra, rb)], **tol)
+
+
+def test_gram_blocks_and_rows_read_the_matrix():
+    X = data((30, 4))
+    G = naive("rbf", {"gamma": 0.5}, X, X)
+    kern = make_kernel("precomputed")
+    bd = block_data(G, kern)
+    assert bd.mode == GRAM
+    ra, rb = np.array([3, 0]), np.array([5, 6, 29])
+    np.testing.assert_array_equal(kernel_block(bd, ra, rb), G[np.ix_(ra, rb)])
+    assert decide(G, kern) == "gram"
+
+
+@pytest.mark.parametrize("code", [0, 1, 2, 3])
+def test_transform_is_the_formula(code):
+    rng = np.random.default_rng(1)
+    D = rng.normal(size=(3, 50))
+    sa, sb = rng.random(3) * 5 + 3, rng.random(50) * 5 + 3
+    params = (0.7, 0.25, 3.0)
+    got = formulas.transform_rows(D.copy(), code, params, sa, sb)
+    g, c0, deg = params
+    expect = {0: D, 1: (g * D + c0) ** deg, 2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
+              3: np.tanh(g * D + c0)}[code]
+    np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-15)
+
+
+def test_unknown_kernel_codes_are_errors_not_another_formula():
+    with pytest.raises(ValueError, match="unknown kernel code 7"):
+        formulas.transform_rows(np.ones((2, 2)), 7, (1.0, 0.0, 3.0))
+    with pytest.raises(ValueError, match="unknown kernel code"):
+        formulas.transform(np.ones(3), 9, 1.0, 0.0, 3.0, 0.0, np.zeros(3), np.empty(3))  # inside compiled code
+    with pytest.raises(ValueError, match="unknown kernel code"):
+        formulas.check_code(4)  # precomputed has no formula
+
+
+def test_exp_is_within_one_ulp():
+    x = -np.concatenate([np.linspace(0, 50, 10_001), [0.0, 1e-300, 700.0, 707.9]])
+    o = x.copy()
+    formulas.exp_nonpos(o, np.empty_like(o))
+    ref = np.exp(x)
+    assert np.all(np.abs(o - ref) <= np.spacing(ref))
+
+
+# ----------------------------------------------------------- dense against sparse
+def _two_views(n=120, d=12, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.6] = 0.0
+    return X, sp.csr_matrix(X)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_svc_dense_and_sparse_models_are_equal(kernel, n_classes):
+    X, Xs = _two_views()
+    y = (np.arange(X.shape[0]) * 7919 % n_classes)
+    y[X[:, 0] > 0.5] = 0
+    dense = SVC(kernel=kernel, C=2.0, tol=1e-8, gamma=0.1).fit(X, y)
+    sparse = SVC(kernel=kernel, C=2.0, tol=1e-8, gamma=0.1).fit(Xs, y)
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_.toarray() if sp.issparse(sparse.dual_coef_)
+                               else sparse.dual_coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(dense.intercept_, sparse.intercept_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(Xs), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("make", [lambda: SVR(C=3.0, epsilon=0.05, tol=1e-8), lambda: OneClassSVM(nu=0.3, tol=1e-8)])
+def test_regression_and_one_class_dense_and_sparse_agree(make):
+    X, Xs = _two_views()
+    target = X[:, 1] - X[:, 2]
+    fit = (lambda m, A: m.fit(A, target)) if isinstance(make(), SVR) else (lambda m, A: m.fit(A))
+    dense, sparse = fit(make(), X), fit(make(), Xs)
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.predict(X), sparse.predict(Xs), rtol=1e-6, atol=1e-8)

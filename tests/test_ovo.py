@@ -1,0 +1,149 @@
+"""The compiled all-pairs one-vs-one route (maxmargin.solvers.ovo) against the
+pair-by-pair SMO route, scikit-learn's SVC and an independent QP solver."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+from sklearn.svm import SVC as SkSVC
+
+from maxmargin import SVC
+from maxmargin.kernels import make_kernel
+from maxmargin.kernels.blocks import block_data
+from maxmargin.solvers import ovo
+from maxmargin.svm import BaseSVMClassifier
+
+from conftest import qp_reference
+
+
+def blobs(n=300, k=5, d=6, sparse=False, seed=0):
+    X, y = make_blobs(n, centers=k, n_features=d, cluster_std=3.0, random_state=seed)
+    if sparse:
+        X[np.abs(X) < 4] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+def pair_by_pair(monkeypatch):
+    monkeypatch.setattr(BaseSVMClassifier, "_compiled_pairs",
+                        lambda self, X, kern, members, warm: np.zeros(len(members), bool))
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    calls = []
+    original = ovo.solve_pairs
+
+    def wrapped(*args, **kw):
+        calls.append(len(args[3]))
+        return original(*args, **kw)
+
+    monkeypatch.setattr(ovo, "solve_pairs", wrapped)
+    return calls
+
+
+CASES = [
+    dict(kernel="rbf", gamma=0.05),
+    dict(kernel="linear"),
+    dict(kernel="poly", degree=2, gamma=0.02, coef0=1.0),
+    dict(kernel="sigmoid", gamma=0.001, coef0=0.0),
+]
+
+
+@pytest.mark.parametrize("kw", CASES, ids=lambda kw: kw["kernel"])
+@pytest.mark.parametrize("shape", ["narrow", "wide", "sparse"])
+def test_the_compiled_route_gives_the_pair_by_pair_model(monkeypatch, spy, kw, shape):
+    X, y = blobs(d=40 if shape == "wide" else 6, sparse=shape == "sparse")
+    w = np.ones(y.shape[0])
+    w[::11] = 0.0  # rows in no pair
+    w[::7] = 2.5
+    params = dict(C=3.0, tol=1e-8, class_weight={0: 1.5, 3: 0.5}, **kw)
+    fast = SVC(**params).fit(X, y, sample_weight=w)
+    assert spy == [10], "the compiled route was not taken"
+    pair_by_pair(monkeypatch)
+    slow = SVC(**params).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(fast.objective_, slow.objective_, rtol=1e-7)
+    np.testing.assert_array_equal(fast.support_, slow.support_)
+    np.testing.assert_allclose(fast.dual_coef_, slow.dual_coef_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fast.intercept_, slow.intercept_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(fast.predict(X), slow.predict(X))
+    np.testing.assert_allclose(fast.margin_, slow.margin_, rtol=1e-5)
+    np.testing.assert_allclose(fast.w_norm_, slow.w_norm_, rtol=1e-6)
+    np.testing.assert_allclose(fast.duality_gap_, slow.duality_gap_, rtol=1e-4, atol=1e-6)
+    assert fast.train_error_ == slow.train_error_
+    assert fast.fit_status_ == 0
+
+
+def test_precomputed_gram_takes_the_compiled_route(spy):
+    X, y = blobs()
+    K = make_kernel("rbf", gamma=0.05)(X, X)
+    a = SVC(kernel="precomputed", C=2.0, tol=1e-8).fit(K, y)
+    b = SVC(kernel="rbf", gamma=0.05, C=2.0, tol=1e-8).fit(X, y)
+    assert spy == [10, 10]
+    np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(a.predict(K), b.predict(X))
+
+
+def test_agrees_with_scikit_learn():
+    X, y = blobs(n=400, k=6)
+    ours = SVC(C=10.0, gamma=0.05, tol=1e-6).fit(X, y)
+    ref = SkSVC(C=10.0, gamma=0.05, tol=1e-6).fit(X, y)
+    np.testing.assert_array_equal(ours.support_, ref.support_)
+    np.testing.assert_allclose(ours.dual_coef_, ref.dual_coef_, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, rtol=1e-3, atol=1e-4)
+    assert np.mean(ours.predict(X) == ref.predict(X)) >= 0.995
+
+
+def test_each_pair_against_an_independent_qp():
+    X, y = blobs(n=150, k=3)
+    C = np.full(y.shape[0], 5.0)
+    C[:20] = 1.0
+    kern = make_kernel("rbf", gamma=0.1)
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    res = ovo.solve_pairs(block_data(X, kern), y, C, pairs, tol=1e-9)
+    assert res["status"] == "converged"
+    for p, (a, b) in enumerate(pairs):
+        rows, alpha, G = res["rows"][p], res["alpha"][p], res["grad"][p]
+        ys = np.where(y[rows] == a, 1.0, -1.0)
+        assert np.all(ys[:res["n_first"][p]] == 1) and np.all(ys[res["n_first"][p]:] == -1)
+        K = kern(X[rows], X[rows])
+        Q = ys[:, None] * ys[None, :] * K
+        ref_alpha, ref_obj = qp_reference(Q, -np.ones(rows.size), ys, C[rows])
+        assert res["objective"][p] == pytest.approx(ref_obj, rel=1e-6)
+        np.testing.assert_allclose(G, Q @ alpha - 1.0, atol=1e-9)  # the gradient is the true one
+        assert abs(ys @ alpha) < 1e-10 and np.all(alpha >= 0) and np.all(alpha <= C[rows])
+        # KKT: the maximal violation is below tol
+        up = ((ys > 0) & (alpha < C[rows])) | ((ys < 0) & (alpha > 0))
+        low = ((ys > 0) & (alpha > 0)) | ((ys < 0) & (alpha < C[rows]))
+        assert np.max(-ys[up] * G[up]) - np.min(-ys[low] * G[low]) < 1e-8
+        assert res["violation"][p] < 1e-9
+
+
+def test_what_keeps_the_pair_by_pair_route(spy):
+    X, y = blobs(n=200, k=4)
+    SVC(callback=lambda info: None).fit(X, y)
+    SVC(solver="batched").fit(X, y)
+    SVC(formulation="l2").fit(X, y)
+    SVC(kernel=lambda A, B: A @ B.T).fit(X, y)
+    SVC(warm_start=True).fit(X, y).fit(X, y)
+    SVC().fit(X[y < 2], y[y < 2])  # two classes: one problem, the usual solvers
+    assert spy == []
+    SVC(cache_size=0.1).fit(X, y)  # no pair's Gram matrix fits: pair by pair
+    assert spy == []
+    SVC().fit(X, y)
+    assert spy == [6]
+
+
+def test_pair_fits_counts_every_worker():
+    assert ovo.pair_fits(1000, 200, 2)
+    assert not ovo.pair_fits(4000, 200, 2)
+    assert ovo.pair_fits(4000, 200, 1)
+
+
+def test_a_time_limit_leaves_a_usable_model():
+    X, y = blobs(n=600, k=8)
+    with pytest.warns(Warning, match="time"):
+        m = SVC(C=10.0, time_limit=1e-9).fit(X, y)
+    assert m.fit_status_ == 1
+    assert m.predict(X).shape == y.shape
+    assert np.all(np.isfinite(m.decision_function(X)))
