@@ -6,7 +6,16 @@ import scipy.sparse as sp
 
 from maxmargin import SVC, SVR, OneClassSVM
 from maxmargin.kernels import formulas, make_kernel
-from maxmargin.kernels.blocks import DENSE, GRAM, NARROW, SPARSE, block_data, kernel_block
+from maxmargin.kernels.blocks import (
+    DENSE,
+    GRAM,
+    NARROW,
+    SPARSE,
+    block_by_columns,
+    block_data,
+    columns_of,
+    kernel_block,
+)
 from maxmargin.kernels.engine import KernelRows, decide
 from maxmargin.kernels.rowcache import compute_row, kernel_data, kernel_diag
 
@@ -89,6 +98,12 @@ def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
     assert bd.mode == mode
     ra, rb = np.array([4, 1, 30, 31]), np.arange(50, 70)
     np.testing.assert_allclose(kernel_block(bd, ra, rb), ref[np.ix_(ra, rb)], **tol)
+    if mode == SPARSE:  # the other side as columns, built once per class
+        cptr, crow, cval = columns_of(bd.data, bd.indices, bd.indptr, bd.n_features, rb)
+        out = np.empty((ra.size, rb.size))
+        block_by_columns(bd.data, bd.indices, bd.indptr, bd.code, bd.gamma, bd.coef0, bd.degree, bd.sq, ra,
+                         cptr, crow, cval, np.ascontiguousarray(bd.sq[rb]), out)
+        np.testing.assert_allclose(out, ref[np.ix_(ra, rb)], **tol)
 
 
 def test_gram_blocks_and_rows_read_the_matrix():

@@ -13,7 +13,11 @@ narrow      dense with at most ``NARROW_D`` features: a loop vectorised along
             the columns of the block (BLAS is slow on thin products)
 dense       dense: the two sides gathered, one BLAS product
 sparse      CSR: each row of ``ra`` scattered into a dense work vector, each
-            row of ``rb`` gathers its nonzeros from it (cost by nonzeros)
+            row of ``rb`` gathers its nonzeros from it (cost by nonzeros); when
+            one side is used for many blocks (a class of a one-vs-one problem),
+            it is turned into columns once (:func:`columns_of`) and each
+            block costs only the products of nonzeros that share a feature
+            (:func:`block_by_columns`)
 gram        precomputed kernel: entries of the Gram matrix
 ==========  =================================================================
 
@@ -153,6 +157,50 @@ def block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_feat
         for i in range(ra.shape[0]):
             for j in range(rb.shape[0]):
                 out[i, j] = X[ra[i], rb[j]]
+
+
+@njit(cache=True, nogil=True)
+def columns_of(data, indices, indptr, n_features, rows):
+    """The rows ``rows`` of a CSR matrix as columns (CSC, local column numbers 0..len(rows)-1):
+    ``(cptr, crow, cval)``, the nonzeros of feature f at ``cptr[f]:cptr[f+1]``."""
+    cptr = np.zeros(n_features + 1, dtype=np.int64)
+    for c in range(rows.shape[0]):
+        r = rows[c]
+        for q in range(indptr[r], indptr[r + 1]):
+            cptr[indices[q] + 1] += 1
+    for f in range(n_features):
+        cptr[f + 1] += cptr[f]
+    nnz = cptr[n_features]
+    crow = np.empty(nnz, dtype=np.int64)
+    cval = np.empty(nnz)
+    pos = cptr[:n_features].copy()
+    for c in range(rows.shape[0]):
+        r = rows[c]
+        for q in range(indptr[r], indptr[r + 1]):
+            f = indices[q]
+            crow[pos[f]] = c
+            cval[pos[f]] = data[q]
+            pos[f] += 1
+    return cptr, crow, cval
+
+
+@njit(cache=True, nogil=True)
+def block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, ra, cptr, crow, cval, sqb, out):
+    """``out[i, :nb] = K(x_ra[i], z)`` for the rows z given as columns (:func:`columns_of`,
+    squared norms ``sqb``): each nonzero of x meets only the nonzeros of its own feature,
+    so a block costs the number of (nonzero, nonzero) pairs that share a feature."""
+    nb = sqb.shape[0]
+    scratch = np.empty(nb)
+    for i in range(ra.shape[0]):
+        o = out[i][:nb]
+        o[:] = 0.0
+        r = ra[i]
+        for q in range(indptr[r], indptr[r + 1]):
+            f = indices[q]
+            v = data[q]
+            for s in range(cptr[f], cptr[f + 1]):
+                o[crow[s]] += v * cval[s]
+        transform(o, code, gamma, coef0, degree, sq[r], sqb, scratch)
 
 
 def kernel_block(bd, ra, rb):

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from .._threads import cores, one_blas_thread
-from ..kernels.blocks import block
+from ..kernels.blocks import SPARSE, block, block_by_columns, columns_of
 from .smo import TAU, compute_rho, pair_step
 
 #: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
@@ -76,7 +76,14 @@ def _class_blocks(c0, c1, cstart, order, mode, code, gamma, coef0, degree, X, da
         if doff[c + 1] - doff[c] != m * m:
             continue  # a class no requested pair needs
         out = diag[doff[c]:doff[c] + m * m].reshape((m, m))
-        block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, r, r, out)
+        if mode == SPARSE:
+            cptr, crow, cval = columns_of(data, indices, indptr, n_features, r)
+            sqc = np.empty(m)
+            for t in range(m):
+                sqc[t] = sq[r[t]]
+            block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, r, cptr, crow, cval, sqc, out)
+        else:
+            block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, r, r, out)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -228,6 +235,11 @@ def _solve_pairs(p0, p1, pa, pb, cstart, order, C, mode, code, gamma, coef0, deg
     ``res[p] = (rho, objective, iterations, violation)``; the multipliers and the
     gradient of pair p go to ``alpha_out``/``G_out`` at ``aoff[p]`` (rows of class a
     first, then b, each in the order of ``order``)."""
+    cur = -1
+    cptr = np.zeros(1, dtype=np.int64)
+    crow = np.zeros(1, dtype=np.int64)
+    cval = np.zeros(1)
+    sqa = np.zeros(1)
     for p in range(p0, p1):
         a = pa[p]
         b = pb[p]
@@ -238,9 +250,21 @@ def _solve_pairs(p0, p1, pa, pb, cstart, order, C, mode, code, gamma, coef0, deg
         n = na + nb
         Da = diag[doff[a]:doff[a] + na * na].reshape((na, na))
         Db = diag[doff[b]:doff[b] + nb * nb].reshape((nb, nb))
-        off = np.empty((na, nb))
-        block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, ra, rb, off)
-        offT = np.ascontiguousarray(off.T)
+        if mode == SPARSE:
+            # class a as columns, built once for the consecutive pairs (a, .) of the batch
+            if a != cur:
+                cptr, crow, cval = columns_of(data, indices, indptr, n_features, ra)
+                sqa = np.empty(na)
+                for t in range(na):
+                    sqa[t] = sq[ra[t]]
+                cur = a
+            offT = np.empty((nb, na))
+            block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, rb, cptr, crow, cval, sqa, offT)
+            off = np.ascontiguousarray(offT.T)
+        else:
+            off = np.empty((na, nb))
+            block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, ra, rb, off)
+            offT = np.ascontiguousarray(off.T)
         y = np.empty(n)
         U = np.empty(n)
         for i in range(n):
