@@ -32,14 +32,17 @@ def kernel_data(X, kernel):
     """Arrays for the compiled solvers from training data and a Kernel."""
     code = kernel.code
     empty_f = np.zeros(1)
+    # one array type per argument whatever the data (indices int32, indptr int64): dense, sparse
+    # and precomputed problems then share one compiled SMO instead of compiling it again
     empty_i = np.zeros(1, dtype=np.int32)
+    empty_p = np.zeros(1, dtype=np.int64)
     if code == PRECOMPUTED:
         if kernel.name == "callable":
             G = kernel(X, X)
         else:
             G = X.toarray() if sp.issparse(X) else X
         G = np.ascontiguousarray(G, dtype=np.float64)
-        return KernelData(code, np.zeros(3), G, empty_f, empty_i, empty_i, empty_f, False, empty_f)
+        return KernelData(code, np.zeros(3), G, empty_f, empty_i, empty_p, empty_f, False, empty_f)
     check_code(code)
     kp = np.array(kernel.params, dtype=np.float64)
     sqn = row_norms_sq(X) if code == RBF else np.zeros(X.shape[0])
@@ -59,7 +62,7 @@ def kernel_data(X, kernel):
             np.zeros(X.shape[1]),
         )
     X = np.ascontiguousarray(X, dtype=np.float64)
-    return KernelData(code, kp, X, empty_f, empty_i, empty_i, sqn, False, empty_f)
+    return KernelData(code, kp, X, empty_f, empty_i, empty_p, sqn, False, empty_f)
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
