@@ -164,22 +164,25 @@ def text100(n=6_400, n_test=2_000, vocab=50_000, n_classes=100, seed=12):
     return _int32(Xtr), y[:n], _int32(Xte), y[n:], dict(C=10.0, gamma=1.0)
 
 
-def sparse40k(n=40_000, n_test=10_000, d=300, nnz=12, seed=13):
-    """Very sparse binary: 40k x 300, 12 nonzeros a row (values in (0, 1]),
-    labels from a planted rule with pairwise interactions and 5% noise."""
+def sparse40k(n=40_000, n_test=10_000, fields=12, levels=25, seed=13):
+    """Very sparse binary: 40k x 300, 12 nonzeros a row: 12 categorical fields of 25
+    levels each, one-hot (as a9a's 14 of 123), level popularity Zipf-like; labels
+    from level weights plus one interaction of two fields (30% positive), 2% flipped."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(seed)
     m = n + n_test
-    cols = np.sort(np.argsort(rng.random((m, d)), axis=1)[:, :nnz], axis=1)
-    vals = rng.random((m, nnz)) * 0.9 + 0.1
-    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, m * nnz + 1, nnz)), shape=(m, d))
+    d = fields * levels
+    p = 1.0 / np.arange(1, levels + 1) ** 1.2
+    p /= p.sum()
+    lev = np.stack([rng.choice(levels, size=m, p=p) for _ in range(fields)], axis=1)
+    cols = lev + levels * np.arange(fields)[None, :]
+    X = sp.csr_matrix((np.ones(m * fields), cols.ravel(), np.arange(0, m * fields + 1, fields)), shape=(m, d))
     w = rng.normal(size=d)
-    V = rng.normal(size=(d, 4)) / 2
-    XV = X @ V
-    s = X @ w + (XV[:, 0] * XV[:, 1] - XV[:, 2] * XV[:, 3]) * 2
-    y = np.where(s > np.median(s), 1, -1)
-    flip = rng.random(m) < 0.05
+    inter = rng.normal(size=(levels, levels))
+    s = X @ w + 1.5 * inter[lev[:, 0], lev[:, 1]]
+    y = np.where(s > np.quantile(s, 0.7), 1, -1)
+    flip = rng.random(m) < 0.02
     y[flip] = -y[flip]
     return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
 

@@ -107,18 +107,16 @@ def _rows_small_py(XcT, Xb, sq_b, sq, code, gamma, coef0, degree, out, dest):
             transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
 
 
-def _transpose_chunk(X, lo, hi, d, T):
-    """T[:, :hi-lo] = X[lo:hi, :d].T, in 8 x 8 tiles (T's rows are padded by the
-    caller: row strides of a power of two make the column writes collide in cache)."""
+def _transpose_chunk(cptr, cidx, cval, lo, hi, d, T):
+    """T[:d, :hi-lo] = rows lo..hi-1 of a CSR matrix, transposed (features x rows), zeros
+    included (T's rows are padded by the caller: row strides of a power of two make the
+    column writes collide in cache)."""
     w = hi - lo
-    for t0 in range(0, w, 8):
-        t1 = min(t0 + 8, w)
-        for f0 in range(0, d, 8):
-            f1 = min(f0 + 8, d)
-            for t in range(t0, t1):
-                row = X[lo + t]
-                for f in range(f0, f1):
-                    T[f, t] = row[f]
+    for f in range(d):
+        T[f, :w] = 0.0
+    for t in range(w):
+        for q in range(cptr[lo + t], cptr[lo + t + 1]):
+            T[cidx[q], t] = cval[q]
 
 
 def _sparse_row_dot(o, T, bidx, bval, k0, k1):
@@ -148,11 +146,12 @@ def _sparse_row_dot(o, T, bidx, bval, k0, k1):
         k += 4
 
 
-def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, out, dest):
-    """out[dest[r]] = k(b_r, X) for sparse rows b_r (CSR arrays ``bptr, bidx, bval``):
-    each row costs nnz(b_r) vector updates per column instead of d, over a
-    transposed chunk of X held in cache (sparse data such as a9a, 11% nonzeros)."""
-    n = X.shape[0]
+def _rows_sparse_py(cptr, cidx, cval, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, out, dest):
+    """out[dest[r]] = k(b_r, X) for sparse rows b_r (CSR arrays ``bptr, bidx, bval``) and
+    the columns X (CSR arrays ``cptr, cidx, cval``, never densified as a whole): each row
+    costs nnz(b_r) vector updates per column instead of d, over a transposed chunk of X
+    held in cache (sparse data such as a9a, 11% nonzeros)."""
+    n = cptr.shape[0] - 1
     q = bptr.shape[0] - 1
     nch = (n + SPARSE_CHUNK - 1) // SPARSE_CHUNK
     for c in prange(nch):
@@ -160,7 +159,7 @@ def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree
         hi = min(lo + SPARSE_CHUNK, n)
         w = hi - lo
         T = np.empty((d, w + 8))
-        _transpose_chunk(X, lo, hi, d, T)
+        _transpose_chunk(cptr, cidx, cval, lo, hi, d, T)
         scratch = np.empty(w)
         sqc = sq[lo:hi]
         for r in range(q):
@@ -169,10 +168,11 @@ def _rows_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree
             transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
 
 
-def _times_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, coef, res):
-    """res[r] = sum_j k(b_r, X[j]) coef[j] (the gradient rebuild) for sparse rows b_r:
-    blocks of rows in parallel, kernel values never kept beyond one chunk."""
-    n = X.shape[0]
+def _times_sparse_py(cptr, cidx, cval, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degree, coef, res):
+    """res[r] = sum_j k(b_r, X[j]) coef[j] (the gradient rebuild) for sparse rows b_r and
+    the rows X[j] in CSR arrays: blocks of rows in parallel, kernel values never kept
+    beyond one chunk."""
+    n = cptr.shape[0] - 1
     q = bptr.shape[0] - 1
     nb = (q + SPARSE_CHUNK - 1) // SPARSE_CHUNK
     for b in prange(nb):
@@ -186,7 +186,7 @@ def _times_sparse_py(X, d, bptr, bidx, bval, sq_b, sq, code, gamma, coef0, degre
         for lo in range(0, n, SPARSE_CHUNK):
             hi = min(lo + SPARSE_CHUNK, n)
             w = hi - lo
-            _transpose_chunk(X, lo, hi, d, T)
+            _transpose_chunk(cptr, cidx, cval, lo, hi, d, T)
             o = buf[:w]
             sqc = sq[lo:hi]
             cc = coef[lo:hi]
@@ -210,6 +210,11 @@ _rows_dense_par, _rows_dense_ser = parallel_and_serial(_rows_dense_py)
 _rows_small_par, _rows_small_ser = parallel_and_serial(_rows_small_py, fastmath={"contract"})
 _rows_sparse_par, _rows_sparse_ser = parallel_and_serial(_rows_sparse_py)
 _times_sparse = parallel(_times_sparse_py)
+
+
+def _csr_arrays(A):
+    """(indptr, indices, data) of a CSR matrix as the compiled loops take them."""
+    return A.indptr.astype(np.int64), A.indices.astype(np.int64), np.ascontiguousarray(A.data, dtype=np.float64)
 
 
 def decide(X, kernel):
@@ -244,15 +249,16 @@ class KernelRows:
             G = kernel(X, X) if kernel.name == "callable" else (X.toarray() if sp.issparse(X) else X)
             self.X = np.ascontiguousarray(G, dtype=np.float64)
             self.X_orig = self.X
+        elif self.path == "sparse":
+            # rows and columns from the CSR arrays alone: no dense copy of X (memory O(nnz))
+            self.X = sp.csr_matrix(X, dtype=np.float64)
+            self.X.sum_duplicates()
+            self.X_orig = self.Xs = self.X
+            self.d = X.shape[1]
         else:
             self.X = densify_if_cheap(X)
             self.X_orig = self.X
-            if self.path == "sparse":
-                # sparse input densified for the columns: new rows still go in sparse
-                self.Xs = sp.csr_matrix(X, dtype=np.float64)
-                self.Xs.sum_duplicates()
-                self.d = X.shape[1]
-            if self.path in ("dense", "sparse"):
+            if self.path == "dense":
                 # zero columns up to a multiple of 8: the products are unchanged, and
                 # BLAS avoids a slow edge case for small odd widths (20x on 22 features)
                 # (no copy when the width is already a multiple of 8)
@@ -299,7 +305,7 @@ class KernelRows:
             Xi = self.Xs[idx]
             big = Xi.nnz * m >= PARALLEL_MIN_WORK
             (_rows_sparse_par if big else _rows_sparse_ser)(
-                self.Xc, self.d, Xi.indptr.astype(np.int64), Xi.indices.astype(np.int64), Xi.data,
+                *_csr_arrays(self.Xc), self.d, Xi.indptr.astype(np.int64), Xi.indices.astype(np.int64), Xi.data,
                 self.sq[idx], self.sqc, self.code, self.gamma, self.coef0, float(self.degree), out, dest)
             return out
         Xi = self.X[idx]
@@ -332,7 +338,7 @@ class KernelRows:
             # nonzeros drive the products
             Xt = self.Xs[targets] if self.Xs is not None else sp.csr_matrix(self.X[targets])
             res = np.empty(targets.size)
-            _times_sparse(np.ascontiguousarray(self.X[rows]), Xt.shape[1], Xt.indptr.astype(np.int64),
+            _times_sparse(*_csr_arrays(sp.csr_matrix(self.X[rows])), Xt.shape[1], Xt.indptr.astype(np.int64),
                           Xt.indices.astype(np.int64), Xt.data, self.sq[targets],
                           np.ascontiguousarray(self.sq[rows]), self.code, self.gamma, self.coef0,
                           float(self.degree), np.ascontiguousarray(coef, dtype=np.float64), res)
