@@ -738,8 +738,6 @@ class Fitter:
             kind = "multiclass"
             borders = [_field_list(f) for f in _border_fields(gdec, k)]
         check()
-        if split_note:
-            messages.append(split_note)
         payload = _clean({
             "ok": True,
             "seq": req.seq,
