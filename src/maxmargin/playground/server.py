@@ -9,8 +9,9 @@ Routes
 ``GET /api/options``
     what the page may ask for, read from :mod:`maxmargin.formulations` at each
     call (formulations, solvers, the valid pairs, the solvers limited to the
-    linear kernel, kernels), the class labels, the limits below and the
-    defaults.
+    linear kernel, kernels), ``unavailable`` (``{solver: reason}`` for the
+    solvers whose packages are not installed here, e.g. qp and primal-qp
+    without qpsolvers), the class labels, the limits below and the defaults.
 ``POST /api/fit``
     a JSON body (``application/json``)::
 
@@ -25,7 +26,9 @@ Routes
     training set when its split key ``u`` (a number in [0, 1) the page draws
     once per point, so the split stays put while points are added) is below
     ``train_percent / 100``; without keys a permutation seeded by ``seed``
-    takes the first ``round(n * train_percent / 100)`` points.  ``gamma`` may
+    takes the first ``round(n * train_percent / 100)`` points.  While some
+    class has fewer than ``min_class_for_test`` points (10) every point trains,
+    as in svm-toy, and ``split_note`` says so.  ``gamma`` may
     be given instead of ``sigma`` (rbf: ``gamma = 1 / (2 sigma^2)``);
     ``"sigma": "median"`` takes sigma from the training points (the median
     pairwise distance, seed 002's ``gaussianKernel[fTr]``).
@@ -40,9 +43,17 @@ Routes
     l2-simplex, null for zero-one; or ``"multiclass"`` with ``values`` = the
     index into ``classes`` of the predicted class and ``borders`` = per class
     the smallest one-vs-one value in its favour, whose 0 levels are the region
-    borders); ``numbers`` (train_error, test_error, margin, n_sv, loo_bound,
-    objective, n_iter, fit_time, n_train, n_test, converged, gamma);
-    ``warnings`` (words); ``elapsed`` (seconds on the server).
+    borders; values are rounded to about 1e-6 of their range, whatever the
+    scale of f); ``numbers``: train_error, test_error, ``margin`` (per pair
+    1/||w||, rho/||w|| for l2-simplex: the half-width of the margin band, as
+    the CLI prints it; null for zero-one), ``min_yf_margin`` (min y f / ||w||
+    over the training points: negative with training errors), margin_rule,
+    n_sv, ``sv_rule`` (null, or words when the solver has no dual coefficients
+    (subgradient, random search) and the support vectors are the training
+    points with y f <= 1), loo_bound (#SV / n_train), objective, n_iter,
+    fit_time, n_train, n_test, converged, ``stopped`` ("time" when the time
+    limit stopped the solver), gamma; ``warnings`` (words); ``split_note``;
+    ``elapsed`` (seconds on the server).
 
     A fit that fails for a reason of the data or the formulation (a hard
     margin on points that are not separable, a training set with one class,
@@ -53,10 +64,14 @@ Validation
 ----------
 Every request is checked before any work: body size (``max_body_bytes``),
 JSON, known fields only, at most ``max_points`` points (5000 by default) of
-finite coordinates within ``max_abs_coord`` and known labels, parameters inside
-:data:`LIMITS`, a (formulation, solver) pair the library supports.  A bad
+finite coordinates within ``max_abs_coord`` (integers too large for a float
+included) and known labels, parameters inside :data:`LIMITS`, a (formulation,
+solver) pair the library supports and whose packages are installed.  A bad
 request gets a 4xx (400 invalid, 413 too large, 415 not JSON) with
-``{"ok": false, "error": message, "field": where}``.  Host headers other than
+``{"ok": false, "error": message, "field": where}``; unknown paths and methods
+answer JSON too, and a failure the server did not foresee answers a JSON 500
+naming the exception (and logs one line), never a traceback.  A client that
+disconnects while sending its body gets no error logged.  Host headers other than
 loopback names are refused (400), which keeps other web sites from reaching
 the server through DNS rebinding.
 
@@ -66,10 +81,16 @@ Fits run in a thread pool, one at a time (a lock).  Each request carries the
 page's ``client`` id and a rising ``seq``; the server remembers the newest
 ``seq`` per client.  A request older than that is answered 409 at once, a
 queued one is skipped when it reaches the lock, and a running fit is stopped
-through the estimator's ``callback`` as soon as a newer request arrives.  Every
-fit also stops after ``fit_time_limit`` seconds (3 by default).  The page
-aborts its own stale requests too, so a dragged slider costs at most one fit
-in flight plus the newest.
+through the estimator's ``callback`` as soon as a newer request arrives or its
+client disconnects (the server polls ``request.is_disconnected()`` while the
+fit runs; a queued request of a gone client is dropped).  Every fit also stops
+after ``fit_time_limit`` seconds (3 by default); the whole request, the
+numbers and the picture included, stays within ``request_time_limit`` (8 s):
+after the fit the server times the evaluation at the points, estimates the
+grid's cost from it (grid points x support vectors x pairs), makes the grid
+coarser (down to ``min_grid``) or refuses in words, and checks the clock and
+the client between chunks.  The page aborts its own stale requests too, so a
+dragged slider costs at most one fit in flight plus the newest.
 """
 from __future__ import annotations
 
@@ -448,6 +469,18 @@ def _ovo_values(model, Z):
         model.decision_function_shape = saved
 
 
+def _resolved_solver(formulation, solver, n):
+    """The solver 'auto' stands for (random search for zero-one, ...)."""
+    if solver != "auto":
+        return solver
+    try:
+        from ..formulations import resolve_solver
+
+        return resolve_solver(formulation, "auto", n)
+    except Exception:  # noqa: BLE001 - the dispatch is being reworked: the one case that matters here
+        return "random-search" if formulation == "zero-one" else solver
+
+
 def _pairs(k):
     return [(a, b) for a in range(k) for b in range(a + 1, k)]
 
@@ -647,8 +680,9 @@ class Fitter:
         test_error = float(wrong[~train].mean()) if (~train).any() else None
         yf = _pair_yf(dec[train], idx[train], k)
         train_idx = np.flatnonzero(train)
-        primal = p["solver"] in PRIMAL_SOLVERS or p["formulation"] == "zero-one" or (
-            n_sv_model == 0 and getattr(model, "_linear_w", None) is not None)
+        n_train = int(train.sum())
+        solver = _resolved_solver(p["formulation"], p["solver"], n_train)
+        primal = solver in PRIMAL_SOLVERS or (n_sv_model == 0 and getattr(model, "_linear_w", None) is not None)
         sv_rule = None
         if primal:
             # no dual coefficients: the points on or inside the margin (y f <= 1) play their part
@@ -656,10 +690,10 @@ class Fitter:
                 on_margin = np.any(yf <= 1.0 + 1e-9, axis=1)
             support = train_idx[on_margin].tolist()
             sv_rule = ("points with y·f ≤ 1 (on or inside the margin, margin violators included): "
-                       f"the {p['solver']} solver works on the primal (w, b) and has no dual coefficients")
+                       f"the {solver.replace('-', ' ')} solver works on the primal (w, b) and has no dual "
+                       "coefficients")
         else:
             support = train_idx[np.asarray(model.support_, dtype=int)].tolist()
-        n_train = int(train.sum())
         w_norm = getattr(model, "w_norm_", None)
         w_norm = None if w_norm is None else np.atleast_1d(np.asarray(w_norm, dtype=float))
         level = margin_level(model) if k == 2 else 1.0
