@@ -315,8 +315,8 @@ def test_few_points_all_train_until_each_class_has_enough(browser_page):
     assert "once each class has 10 points" in page.inner_text("#split-note")
     assert "all points train" in page.inner_text("#split-value")
     # with 12 points per class the 30% share applies (split keys fixed: 4 of 12 per class train)
-    import_points(page, [(-1 + 0.05 * i, 0.1 * i, 1) for i in range(12)] + [(1 + 0.05 * i, -0.1 * i, -1) for i in range(12)],
-                  keys=[(i % 12) / 12 + 0.01 for i in range(24)])
+    rows = [(-1 + 0.05 * i, 0.1 * i, 1) for i in range(12)] + [(1 + 0.05 * i, -0.1 * i, -1) for i in range(12)]
+    import_points(page, rows, keys=[(i % 12) / 12 + 0.01 for i in range(24)])
     assert settle(page) == "ok", page.inner_text("#message")
     assert page.inner_text("#num-points") == "8 / 16"
     assert not page.locator("#split-note").is_visible()
@@ -346,6 +346,29 @@ def test_primal_solvers_count_points_with_yf_at_most_1(browser_page):
     reset(page)
     assert settle(page) == "ok"
     assert page.inner_text("#sv-label") == "#SV" and not page.locator("#sv-note").is_visible()
+    assert not errors
+
+
+def test_unavailable_solvers_are_disabled_with_the_reason(browser_page, monkeypatch):
+    """Issue 14.16 (page): solvers the server cannot run are disabled, marked and explained."""
+    import sys
+
+    page0, errors = browser_page
+    monkeypatch.setitem(sys.modules, "qpsolvers", None)   # the server (this process) lacks qpsolvers
+    page = page0.context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(page0.url)
+        page.wait_for_function("() => document.body.dataset.status === 'idle'")
+        opts = page.eval_on_selector_all("#solver option", "os => os.map(o => [o.value, o.disabled, o.textContent])")
+        for value, disabled, text in opts:
+            if value in ("qp", "primal-qp"):
+                assert disabled and "not installed" in text
+        note = page.locator("#solver-note")
+        assert note.is_visible() and "qpsolvers" in note.inner_text() and "QP (dual)" in note.inner_text()
+    finally:
+        page.close()
     assert not errors
 
 

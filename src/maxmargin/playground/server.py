@@ -234,11 +234,11 @@ def _qp_missing():
     try:
         import qpsolvers
     except ImportError:
-        return ("needs the qpsolvers package and a QP backend (one of " + ", ".join(backends)
-                + "), which are not installed: pip install qpsolvers clarabel")
+        return ("the qpsolvers package and a QP backend (one of " + ", ".join(backends)
+                + ") are not installed (pip install qpsolvers clarabel)")
     found = set(getattr(qpsolvers, "available_solvers", ())) & set(backends)
     if not found:
-        return f"needs a QP backend for qpsolvers (one of {', '.join(backends)}); none is installed"
+        return f"qpsolvers has no QP backend installed (one of {', '.join(backends)}; pip install clarabel)"
     return None
 
 
@@ -320,7 +320,7 @@ def parse_fit_request(body, limits=None):
                            f"it can be solved by: {', '.join(ok) or 'none'}", field="params.solver")
     why = solver_availability().get(p["solver"])
     if why:
-        raise RequestError(f"solver {p['solver']!r} is not available on this server: it {why}",
+        raise RequestError(f"solver {p['solver']!r} is not available on this server: {why}",
                            field="params.solver")
     p["C"] = _real(params.get("C", DEFAULTS["C"]), "params.C", *limits["C"])
     if "sigma" in params and "gamma" in params:

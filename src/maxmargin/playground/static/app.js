@@ -279,10 +279,15 @@
       opt.disabled = ok.indexOf(opt.value) < 0;
     });
     if (ok.indexOf($('solver').value) < 0 && ok.length) { $('solver').value = ok[0]; }
-    var missing = valid.filter(function (sv) { return unavailable[sv]; });
-    $('solver-note').classList.toggle('hidden', !missing.length);
-    $('solver-note').textContent = missing.map(function (sv) {
-      return (SOLVER_NAMES[sv] || sv) + ' is not available here: it ' + unavailable[sv] + '.';
+    var byReason = {};             // the solvers that cannot run here, grouped by the reason
+    valid.forEach(function (sv) {
+      var why = unavailable[sv];
+      if (why) { (byReason[why] = byReason[why] || []).push(SOLVER_NAMES[sv] || sv); }
+    });
+    var reasons = Object.keys(byReason);
+    $('solver-note').classList.toggle('hidden', !reasons.length);
+    $('solver-note').textContent = reasons.map(function (why) {
+      return byReason[why].join(' and ') + ': not available here, ' + why + '.';
     }).join(' ');
     // linear kernel only: the chosen solver, or a formulation whose solvers all are (0/1 error)
     var lin = o.linear_only || [];
@@ -491,7 +496,8 @@
       showNumbers(data);
       syncControls();
       var msgs = (data.warnings || []).map(function (w) { return { kind: 'warning', text: w }; });
-      if (data.split_note) { msgs.push({ kind: 'hint', text: data.split_note.charAt(0).toUpperCase() + data.split_note.slice(1) + '.' }); }
+      var note = data.split_note;
+      if (note) { msgs.push({ kind: 'hint', text: note.charAt(0).toUpperCase() + note.slice(1) + '.' }); }
       showMessages(msgs);
       draw();
       document.body.dataset.seq = String(seq);
@@ -886,7 +892,7 @@
       });
       fillSelect($('solver'), o.solvers, solverNames);
       Array.prototype.forEach.call($('solver').options, function (opt) {
-        if ((o.unavailable || {})[opt.value]) { opt.title = 'not available here: it ' + o.unavailable[opt.value]; }
+        if ((o.unavailable || {})[opt.value]) { opt.title = 'not available here: ' + o.unavailable[opt.value]; }
       });
       fillSelect($('kernel'), o.kernels, {});
       var d = o.defaults;
