@@ -515,8 +515,9 @@ def test_the_whole_request_is_bounded():
     assert took < 1.5 + 1.5, took
     if d["ok"]:
         assert d["elapsed"] < 1.5 + 0.5
-        assert d["grid"]["nx"] < 300 and len(d["grid"]["values"]) == d["grid"]["nx"] * d["grid"]["ny"]
-        assert any("coarser" in w and "support vectors" in w for w in d["warnings"]), d["warnings"]
+        assert len(d["grid"]["values"]) == d["grid"]["nx"] * d["grid"]["ny"]
+        if d["grid"]["nx"] < 300:     # (a fast machine may draw it all in time)
+            assert any("coarser" in w and "support vectors" in w for w in d["warnings"]), d["warnings"]
     else:
         assert "per request" in d["error"], d["error"]
 
