@@ -537,3 +537,31 @@ def test_unavailable_solvers_are_named_and_refused(client, monkeypatch):
     fake = types.SimpleNamespace(available_solvers=["clarabel"])  # installed, with a backend
     monkeypatch.setitem(sys.modules, "qpsolvers", fake)
     assert client.get("/api/options").json()["unavailable"] == {}
+
+
+def test_the_grid_is_made_coarser_or_refused_by_its_estimated_cost(monkeypatch):
+    """Issue 14.12: the cost of the picture is estimated (from timing the model at the points)
+    before the grid is evaluated: a grid too slow for the time left is made coarser, and
+    refused in words when even the coarsest one would not fit."""
+    real = server._ovo_values
+
+    def slow(model, Z):                     # 20 µs per point: 300 x 300 would take 1.8 s
+        time.sleep(2e-5 * len(Z))
+        return real(model, Z)
+
+    monkeypatch.setattr(server, "_ovo_values", slow)
+    pts, *_ = xor_points(100)
+    grid = {"xmin": -3, "xmax": 3, "ymin": -3, "ymax": 3, "nx": 300, "ny": 300}
+    params = {"kernel": "rbf", "sigma": 0.7}
+    app = server.create_app(warm_up=False, fit_time_limit=0.5, request_time_limit=1.2)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        d = fit(c, pts, params=params, train_percent=100, grid=grid).json()
+    assert d["ok"], d
+    assert 20 <= d["grid"]["nx"] < 300 and d["grid"]["nx"] == d["grid"]["ny"]
+    assert any("coarser" in w for w in d["warnings"]) and d["elapsed"] < 1.2 + 0.2
+    app = server.create_app(warm_up=False, fit_time_limit=0.5, request_time_limit=1.2, min_grid=280)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        t = time.perf_counter()
+        d = fit(c, pts, params=params, train_percent=100, grid=grid).json()
+    assert d["ok"] is False and "drawing it would take about" in d["error"] and "per request" in d["error"], d["warnings"]
+    assert time.perf_counter() - t < 1.2
