@@ -420,7 +420,8 @@ def test_shortcuts_work_after_a_slider_and_the_canvas_fits_narrow_windows(browse
 
     page.set_viewport_size({"width": 360, "height": 800})
     try:
-        page.wait_for_function("() => document.querySelector('#canvas').clientWidth <= 340")
+        page.wait_for_function("() => { const r = document.querySelector('#canvas').getBoundingClientRect();"
+                               " return r.left >= 0 && r.right <= window.innerWidth && r.width < 400; }")
         widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1], widths
         page.click("#clear")
