@@ -86,7 +86,8 @@ def test_binary_fit_matches_a_direct_fit(client):
     assert sorted(d["support"]) == sorted(np.flatnonzero(train)[ref.support_].tolist())
     assert n["train_error"] == pytest.approx(np.mean(ref.predict(X[train]) != y[train]))
     assert n["test_error"] == pytest.approx(np.mean(ref.predict(X[~train]) != y[~train]))
-    assert n["margin"][0] == pytest.approx(ref.margin_[0], rel=1e-6)
+    assert n["margin"][0] == pytest.approx(1 / ref.w_norm_[0], rel=1e-6)       # 1/||w||, as the CLI
+    assert n["min_yf_margin"][0] == pytest.approx(ref.margin_[0], rel=1e-5)   # min y f / ||w||
     assert n["loo_bound"] == pytest.approx(ref.loo_bound_)
     assert n["n_train"] == train.sum() and n["n_test"] == (~train).sum()
     for key in ("objective", "n_iter", "fit_time", "converged"):
@@ -138,7 +139,8 @@ def test_fit_failures_are_reported_in_words(client):
     pts, *_ = xor_points(40)
     d = fit(client, pts, params={"formulation": "hard", "kernel": "linear"}, train_percent=100).json()
     assert d["ok"] is False and "not linearly separable" in d["error"]
-    one_class = [[0.0, 0.0, 1, 0.1], [1.0, 1.0, 1, 0.2], [2.0, 2.0, -1, 0.9]]
+    # 10 points per class (a test share is held out) and every -1 point in the test share
+    one_class = [[0.1 * i, 0.0, 1, 0.05 * i] for i in range(10)] + [[2.0, 0.1 * i, -1, 0.9] for i in range(10)]
     d = fit(client, one_class, train_percent=50).json()
     assert d["ok"] is False and "only class +1" in d["error"]
 
@@ -397,3 +399,170 @@ def test_serve_prints_its_address_and_answers():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# --------------------------------------------------------------------------- issue 14
+
+def test_a_400_digit_integer_is_refused_in_words(client):
+    """Issue 14.11: a coordinate, key or seq too large for a float is a 400 that names it."""
+    huge = 10 ** 400
+    for body, field in (({"points": [[huge, 0, 1], [1, 1, -1]]}, "points[0][0]"),
+                        ({"points": [[0, 0, 1, huge], [1, 1, -1, 0.5]]}, "points[0][3]"),
+                        ({"points": [[0, 0, 1], [1, 1, -1]], "seed": -huge}, "seed")):
+        r = client.post("/api/fit", json={"seq": next(SEQ), **body})
+        assert r.status_code == 400, r.text
+        d = r.json()
+        assert d["ok"] is False and d["field"] == field and "401 digits" in d["error"], d
+
+
+def test_unexpected_failures_are_json_in_words(monkeypatch, caplog):
+    """Issue 14.11: a bug in the server answers a JSON 500 saying what failed, not a traceback page;
+    unknown paths and methods answer JSON too."""
+    def broken(body, limits=None):
+        raise RuntimeError("the parser broke")
+
+    monkeypatch.setattr(server, "parse_fit_request", broken)
+    app = server.create_app(warm_up=False)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        r = c.post("/api/fit", json={"points": [[0, 0, 1], [1, 1, -1]]})
+        assert r.status_code == 500 and r.headers["content-type"] == "application/json"
+        d = r.json()
+        assert d["ok"] is False and "RuntimeError: the parser broke" in d["error"] and "Traceback" not in r.text
+        for method, path, status in (("GET", "/api/nothing", 404), ("GET", "/api/fit", 405)):
+            r = c.request(method, path)
+            assert r.status_code == status and r.json()["ok"] is False and path in r.json()["error"]
+    assert "the parser broke" in caplog.text
+
+
+def _call_asgi(app, body, disconnect_after=None, timeout=10.0):
+    """Drive the ASGI app by hand: send ``body`` (a list of chunks; the last one ends it unless
+    ``disconnect_after`` is None and the list ends with None, meaning the client hangs up there),
+    then report a disconnect ``disconnect_after`` seconds later. Returns the response messages."""
+    import asyncio
+
+    sent = []
+
+    async def go():
+        chunks = list(body)
+        t_sent = {}
+        never = asyncio.Event()
+
+        async def receive():
+            if chunks:
+                c = chunks.pop(0)
+                if c is None:
+                    return {"type": "http.disconnect"}
+                if not chunks:
+                    t_sent["t"] = time.monotonic()
+                return {"type": "http.request", "body": c, "more_body": bool(chunks)}
+            if disconnect_after is not None and time.monotonic() - t_sent["t"] >= disconnect_after:
+                return {"type": "http.disconnect"}
+            await never.wait()
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/api/fit", "raw_path": b"/api/fit", "query_string": b"",
+                 "root_path": "", "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+                 "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80), "state": {}}
+        await asyncio.wait_for(app(scope, receive, send), timeout)
+
+    asyncio.run(go())
+    return sent
+
+
+def test_a_client_disconnecting_mid_upload_is_quiet(caplog):
+    """Issue 14.11: ClientDisconnect while reading the body is caught, nothing is logged as an error."""
+    app = server.create_app(warm_up=False)
+    _call_asgi(app, [b'{"points": [[0, 0, 1], ', None])
+    assert "ClientDisconnect" not in caplog.text and not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_a_fit_whose_client_disconnected_is_stopped(monkeypatch):
+    """Issue 14.12: the server notices a client that went away and stops its fit (the estimator's
+    callback), so abandoned fits do not hold the lock for the next request."""
+    import maxmargin.svm
+
+    monkeypatch.setattr(maxmargin.svm, "SVC", SlowSVC)
+    app = server.create_app(warm_up=False, fit_time_limit=30)
+    pts, *_ = xor_points(40)
+    body = json.dumps({"points": pts, "seq": 1, "client": "gone", "train_percent": 100}).encode()
+    t = time.perf_counter()
+    sent = _call_asgi(app, [body], disconnect_after=0.3)
+    assert time.perf_counter() - t < 3
+    assert sent and sent[0]["status"] == 400 and b"disconnected" in sent[-1]["body"]
+    calls = SlowSVC.calls
+    time.sleep(0.2)
+    assert SlowSVC.calls == calls                      # the fit is over, not running on unseen
+    assert not app.state.fitter.lock.locked()
+
+
+def test_the_whole_request_is_bounded():
+    """Issue 14.12: many points of 5 classes on a 300 x 300 grid: the answer comes within the
+    request's limit (a coarser grid, said in words) instead of evaluating the full grid."""
+    rng = np.random.default_rng(0)
+    labels = [1, -1, 2, 3, 4]
+    pts = [[float(a), float(b), labels[i % 5]] for i, (a, b) in enumerate(rng.normal(0, 2, (1500, 2)))]
+    app = server.create_app(warm_up=False, fit_time_limit=0.3, request_time_limit=1.5)
+    grid = {"xmin": -6, "xmax": 6, "ymin": -6, "ymax": 6, "nx": 300, "ny": 300}
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        t = time.perf_counter()
+        r = fit(c, pts, params={"kernel": "rbf", "sigma": 0.05, "C": 1000.0}, train_percent=100, grid=grid)
+        took = time.perf_counter() - t
+    assert r.status_code == 200
+    d = r.json()
+    assert took < 1.5 + 1.5, took
+    if d["ok"]:
+        assert d["elapsed"] < 1.5 + 0.5
+        assert len(d["grid"]["values"]) == d["grid"]["nx"] * d["grid"]["ny"]
+        if d["grid"]["nx"] < 300:     # (a fast machine may draw it all in time)
+            assert any("coarser" in w and "support vectors" in w for w in d["warnings"]), d["warnings"]
+    else:
+        assert "per request" in d["error"], d["error"]
+
+
+def test_unavailable_solvers_are_named_and_refused(client, monkeypatch):
+    """Issue 14.16: /api/options says which solvers cannot run here and why; a fit asking for
+    one is refused in words naming the missing package."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "qpsolvers", None)         # as if not installed
+    o = client.get("/api/options").json()
+    assert set(o["unavailable"]) == {"qp", "primal-qp"}
+    assert all("qpsolvers" in why for why in o["unavailable"].values())
+    r = fit(client, [[0, 0, 1], [1, 1, -1]], params={"formulation": "l1", "solver": "qp"})
+    assert r.status_code == 400 and "not available" in r.json()["error"] and "qpsolvers" in r.json()["error"]
+    fake = types.SimpleNamespace(available_solvers=["clarabel"])  # installed, with a backend
+    monkeypatch.setitem(sys.modules, "qpsolvers", fake)
+    assert client.get("/api/options").json()["unavailable"] == {}
+
+
+def test_the_grid_is_made_coarser_or_refused_by_its_estimated_cost(monkeypatch):
+    """Issue 14.12: the cost of the picture is estimated (from timing the model at the points)
+    before the grid is evaluated: a grid too slow for the time left is made coarser, and
+    refused in words when even the coarsest one would not fit."""
+    real = server._ovo_values
+
+    def slow(model, Z):                     # 20 µs per point: 300 x 300 would take 1.8 s
+        time.sleep(2e-5 * len(Z))
+        return real(model, Z)
+
+    monkeypatch.setattr(server, "_ovo_values", slow)
+    pts, *_ = xor_points(100)
+    grid = {"xmin": -3, "xmax": 3, "ymin": -3, "ymax": 3, "nx": 300, "ny": 300}
+    params = {"kernel": "rbf", "sigma": 0.7}
+    app = server.create_app(warm_up=False, fit_time_limit=0.5, request_time_limit=1.2)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        d = fit(c, pts, params=params, train_percent=100, grid=grid).json()
+    assert d["ok"], d
+    assert 20 <= d["grid"]["nx"] < 300 and d["grid"]["nx"] == d["grid"]["ny"]
+    assert any("coarser" in w for w in d["warnings"]) and d["elapsed"] < 1.2 + 0.2
+    app = server.create_app(warm_up=False, fit_time_limit=0.5, request_time_limit=1.2, min_grid=280)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        t = time.perf_counter()
+        d = fit(c, pts, params=params, train_percent=100, grid=grid).json()
+    assert d["ok"] is False, d["warnings"]
+    assert "drawing it would take about" in d["error"] and "per request" in d["error"]
+    assert time.perf_counter() - t < 1.2

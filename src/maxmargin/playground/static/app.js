@@ -102,7 +102,20 @@
     draw();
     requestFit();
   }
-  function isTrain(p) { return p.u < Number($('split').value) / 100; }
+  function classCounts() {
+    var counts = {};
+    state.points.forEach(function (p) { counts[p.label] = (counts[p.label] || 0) + 1; });
+    return counts;
+  }
+  // As the server does: with few points in some class every point trains (as svm-toy does);
+  // a test share is held out once each class has limits.min_class_for_test points.
+  function allTrain() {
+    var min = state.options ? state.options.limits.min_class_for_test : 0;
+    if (!min || Number($('split').value) >= 100) { return false; }
+    var counts = classCounts();
+    return Object.keys(counts).some(function (l) { return counts[l] < min; });
+  }
+  function isTrain(p, all) { return all || p.u < Number($('split').value) / 100; }
 
   // ----------------------------------------------------------------- presets
   function preset(name) {
@@ -257,19 +270,42 @@
     if (!o) { return; }
     var f = $('formulation').value;
     // solvers able to solve f, in the library's order (its first is its default)
-    var ok = o.solvers.filter(function (sv) {
+    var unavailable = o.unavailable || {};
+    var valid = o.solvers.filter(function (sv) {
       return o.valid.some(function (v) { return v[0] === f && v[1] === sv; });
     });
+    var ok = valid.filter(function (sv) { return !unavailable[sv]; });
     Array.prototype.forEach.call($('solver').options, function (opt) {
       opt.disabled = ok.indexOf(opt.value) < 0;
     });
     if (ok.indexOf($('solver').value) < 0 && ok.length) { $('solver').value = ok[0]; }
-    var linearOnly = (o.linear_only || []).indexOf($('solver').value) >= 0;
+    var byReason = {};             // the solvers that cannot run here, grouped by the reason
+    valid.forEach(function (sv) {
+      var why = unavailable[sv];
+      if (why) { (byReason[why] = byReason[why] || []).push(SOLVER_NAMES[sv] || sv); }
+    });
+    var reasons = Object.keys(byReason);
+    $('solver-note').classList.toggle('hidden', !reasons.length);
+    $('solver-note').textContent = reasons.map(function (why) {
+      return byReason[why].join(' and ') + ': not available here, ' + why + '.';
+    }).join(' ');
+    // linear kernel only: the chosen solver, or a formulation whose solvers all are (0/1 error)
+    var lin = o.linear_only || [];
+    var named = valid.filter(function (sv) { return sv !== 'auto'; });
+    var formLinear = named.length > 0 && named.every(function (sv) { return lin.indexOf(sv) >= 0; });
+    var linearOnly = formLinear || lin.indexOf($('solver').value) >= 0;
     Array.prototype.forEach.call($('kernel').options, function (opt) {
       opt.disabled = linearOnly && opt.value !== 'linear';
     });
-    if (linearOnly && $('kernel').value !== 'linear') { $('kernel').value = 'linear'; }
-    $('kernel').title = linearOnly ? 'the ' + $('solver').value + ' solver works with the linear kernel only' : '';
+    var switched = linearOnly && $('kernel').value !== 'linear';
+    if (switched) { $('kernel').value = 'linear'; }
+    var why = !linearOnly ? '' : (formLinear ? (FORMULATION_NAMES[f] || f) + ' (solved by ' +
+      named.map(function (sv) { return SOLVER_NAMES[sv] || sv; }).join(', ') + ')' :
+      'the ' + (SOLVER_NAMES[$('solver').value] || $('solver').value) + ' solver') +
+      ' works with the linear kernel only: the kernel is linear and the other kernels are off.';
+    $('kernel').title = why;
+    $('kernel-note').textContent = why;
+    $('kernel-note').classList.toggle('hidden', !linearOnly);
     var k = $('kernel').value;
     $('sigma-row').classList.toggle('hidden', k !== 'rbf');
     $('sigma-auto-row').classList.toggle('hidden', k !== 'rbf');
@@ -290,7 +326,12 @@
       $('sigma-value').textContent = fmt(s, 3) + '  (γ = ' + fmt(1 / (2 * s * s), 3) + ')';
     }
     $('gamma-value').textContent = fmt(log10Value('gamma'), 3);
-    $('split-value').textContent = $('split').value + '% train / ' + (100 - Number($('split').value)) + '% test';
+    var share = Number($('split').value), every = allTrain();
+    $('split-value').textContent = every ? 'all points train (' + share + '% later)' :
+      share + '% train / ' + (100 - share) + '% test';
+    $('split-note').classList.toggle('hidden', !every);
+    $('split-note').textContent = every ? 'Every point trains for now: a test share of ' + (100 - share) +
+      '% is held out once each class has ' + o.limits.min_class_for_test + ' points.' : '';
   }
   function setMode(mode) {
     state.mode = mode;
@@ -331,8 +372,7 @@
     updateClassCounts();
   }
   function updateClassCounts() {
-    var counts = {};
-    state.points.forEach(function (p) { counts[p.label] = (counts[p.label] || 0) + 1; });
+    var counts = classCounts();
     Array.prototype.forEach.call(document.querySelectorAll('.class-button'), function (b) {
       b.querySelector('.count').textContent = '(' + (counts[b.dataset.label] || 0) + ')';
     });
@@ -354,18 +394,31 @@
     });
   }
   function clearNumbers() {
-    ['num-train-error', 'num-test-error', 'num-margin', 'num-sv', 'num-loo', 'num-objective',
+    ['num-train-error', 'num-test-error', 'num-margin', 'num-min-yf', 'num-sv', 'num-loo', 'num-objective',
      'num-iter', 'num-time', 'num-points'].forEach(function (id) { $(id).textContent = '—'; });
+    $('sv-note').classList.add('hidden');
+  }
+  function perPair(m, what) {      // one value, or the smallest over the one-vs-one pairs
+    m = m || [];
+    var finite = m.filter(function (v) { return v !== null; });
+    if (!finite.length) { return '—'; }
+    return m.length === 1 ? fmt(m[0]) : what + ' ' + fmt(Math.min.apply(null, finite)) + ' over ' + m.length + ' pairs';
   }
   function showNumbers(r) {
     var n = r.numbers;
     $('num-train-error').textContent = pct(n.train_error);
     $('num-test-error').textContent = n.n_test ? pct(n.test_error) : '— (no test points)';
-    var m = n.margin || [];
-    var finite = m.filter(function (v) { return v !== null; });
-    $('num-margin').textContent = !finite.length ? '—' :
-      (m.length === 1 ? fmt(m[0]) : 'min ' + fmt(Math.min.apply(null, finite)) + ' over ' + m.length + ' pairs');
+    var noMargin = $('formulation').value === 'zero-one' && !n.margin;
+    $('num-margin').textContent = noMargin ? '— (0/1 error has no margin)' : perPair(n.margin, 'min');
+    $('num-min-yf').textContent = noMargin ? '—' : perPair(n.min_yf_margin, 'min');
+    var rho = (n.margin_rule || '').charAt(0) === 'ρ';
+    $('margin-label').firstChild.textContent = rho ? 'margin ρ/‖w‖' : 'margin 1/‖w‖';
+    $('margin-label').title = 'half-width of the band between the margin lines: ' + (n.margin_rule || '1/‖w‖');
     $('num-sv').textContent = n.n_sv === null ? '—' : String(n.n_sv);
+    $('sv-label').textContent = n.sv_rule ? '#SV (y·f ≤ 1)' : '#SV';
+    $('loo-label').textContent = n.sv_rule ? 'LOO bound #(y·f ≤ 1)/n' : 'LOO bound #SV/n';
+    $('sv-note').classList.toggle('hidden', !n.sv_rule);
+    $('sv-note').textContent = n.sv_rule ? '#SV and the rings count the ' + n.sv_rule + '.' : '';
     $('num-loo').textContent = pct(n.loo_bound);
     var obj = n.objective || [];
     $('num-objective').textContent = !obj.length ? '—' :
@@ -443,6 +496,8 @@
       showNumbers(data);
       syncControls();
       var msgs = (data.warnings || []).map(function (w) { return { kind: 'warning', text: w }; });
+      var note = data.split_note;
+      if (note) { msgs.push({ kind: 'hint', text: note.charAt(0).toUpperCase() + note.slice(1) + '.' }); }
       showMessages(msgs);
       draw();
       document.body.dataset.seq = String(seq);
@@ -651,14 +706,16 @@
     }
     state.boundary = signature;
     canvas.dataset.boundary = signature;
+    drawBanner(r && !state.resultStale ? r : null);
 
     // points: training large with an edge, test small without
     var sv = {};
     if (r && !state.resultStale) { r.support.forEach(function (k) { sv[r.ids[k]] = 1; }); }
+    var every = allTrain();
     state.points.forEach(function (p) {
       var q = toPx(p.x, p.y), col = CLASS_COLORS[String(p.label)];
       ctx.beginPath();
-      if (isTrain(p)) {
+      if (isTrain(p, every)) {
         ctx.arc(q[0], q[1], 5.5, 0, 2 * Math.PI);
         ctx.fillStyle = 'rgb(' + col.join(',') + ')';
         ctx.fill();
@@ -682,10 +739,35 @@
     canvas.dataset.support = String(Object.keys(sv).length);
   }
 
+  // A fit that did not converge is no answer: a banner over the canvas and a frame around it.
+  function drawBanner(r) {
+    var text = '';
+    if (r && !r.numbers.converged) {
+      var limit = state.options ? state.options.limits.fit_time_limit : null;
+      text = r.numbers.stopped === 'time' ?
+        'Stopped at the time limit' + (limit ? ' (' + fmt(limit, 3) + ' s)' : '') +
+        ': not converged. The picture shows where the solver got to.' :
+        'The solver stopped before converging: not converged. The picture shows where it got to.';
+    }
+    var banner = $('canvas-banner');
+    banner.textContent = text;
+    banner.classList.toggle('hidden', !text);
+    canvas.dataset.banner = text ? (r.numbers.stopped === 'time' ? 'time-limit' : 'not-converged') : '';
+    if (text) {
+      var s = size();
+      ctx.save();
+      ctx.strokeStyle = 'rgba(138, 90, 0, 0.92)';
+      ctx.lineWidth = 6;
+      ctx.setLineDash([14, 8]);
+      ctx.strokeRect(3, 3, s.w - 6, s.h - 6);
+      ctx.restore();
+    }
+  }
+
   // ------------------------------------------------------------------- events
-  function pointerPos(ev) {
+  function pointerPos(ev) {       // CSS pixels from the canvas's drawing area (inside its border)
     var rect = canvas.getBoundingClientRect();
-    return [ev.clientX - rect.left, ev.clientY - rect.top];
+    return [ev.clientX - rect.left - canvas.clientLeft, ev.clientY - rect.top - canvas.clientTop];
   }
   var drag = null;
   function onDown(ev) {
@@ -724,9 +806,16 @@
   }
   function onUp() { drag = null; }
 
+  // Shortcuts work wherever the focus is (a slider, a menu, a button) except while typing text.
+  function typingIn(el) {
+    if (!el) { return false; }
+    if (el.isContentEditable || el.tagName === 'TEXTAREA') { return true; }
+    if (el.tagName !== 'INPUT') { return false; }
+    var t = (el.getAttribute('type') || 'text').toLowerCase();
+    return ['range', 'checkbox', 'radio', 'button', 'submit', 'reset', 'file', 'color'].indexOf(t) < 0;
+  }
   function onKey(ev) {
-    var tag = (ev.target && ev.target.tagName) || '';
-    if (tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || ev.altKey || ev.metaKey) { return; }
+    if (typingIn(ev.target) || ev.altKey || ev.metaKey) { return; }
     var labels = state.options ? state.options.classes : [1, -1, 2, 3, 4];
     var k = ev.key;
     if (ev.ctrlKey && k !== 'z') { return; }
@@ -782,6 +871,7 @@
       changed();
     });
     window.addEventListener('resize', draw);
+    if (window.ResizeObserver) { new ResizeObserver(function () { draw(); }).observe(canvas); }
   }
 
   function init() {
@@ -796,7 +886,14 @@
     }).then(function (o) {
       state.options = o;
       fillSelect($('formulation'), o.formulations, FORMULATION_NAMES);
-      fillSelect($('solver'), o.solvers, SOLVER_NAMES);
+      var solverNames = Object.assign({}, SOLVER_NAMES);
+      Object.keys(o.unavailable || {}).forEach(function (sv) {
+        solverNames[sv] = (SOLVER_NAMES[sv] || sv) + ' (not installed)';
+      });
+      fillSelect($('solver'), o.solvers, solverNames);
+      Array.prototype.forEach.call($('solver').options, function (opt) {
+        if ((o.unavailable || {})[opt.value]) { opt.title = 'not available here: ' + o.unavailable[opt.value]; }
+      });
       fillSelect($('kernel'), o.kernels, {});
       var d = o.defaults;
       if (o.formulations.indexOf(d.formulation) >= 0) { $('formulation').value = d.formulation; }
