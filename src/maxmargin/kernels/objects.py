@@ -60,21 +60,38 @@ SMALL_D = 32
 
 
 def _small_dot_py(X, ZT, out):
-    """out = X @ ZT with few columns in X (vectorised over the rows of ZT)."""
+    """out = X @ ZT with few columns in X: per row, chunks of the output kept in cache
+    and up to four features added per pass over a chunk (vectorised along ZT's rows)."""
     n, d = X.shape
     m = ZT.shape[1]
     for i in prange(n):
-        o = out[i]
-        for j in range(m):
-            o[j] = 0.0
-        for f in range(d):
-            xf = X[i, f]
-            z = ZT[f]
-            for j in range(m):
-                o[j] += xf * z[j]
+        x = X[i]
+        for lo in range(0, m, 512):  # five 4 KB strips (o and four rows of ZT) stay in L1
+            hi = min(lo + 512, m)
+            w = hi - lo
+            o = out[i][lo:hi]
+            if d == 0:
+                o[:] = 0.0
+            f = 0
+            while f < d:
+                x0 = x[f]
+                x1 = x[f + 1] if f + 1 < d else 0.0
+                x2 = x[f + 2] if f + 2 < d else 0.0
+                x3 = x[f + 3] if f + 3 < d else 0.0
+                z0 = ZT[f][lo:hi]
+                z1 = ZT[min(f + 1, d - 1)][lo:hi]
+                z2 = ZT[min(f + 2, d - 1)][lo:hi]
+                z3 = ZT[min(f + 3, d - 1)][lo:hi]
+                if f == 0:
+                    for t in range(w):
+                        o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+                else:
+                    for t in range(w):
+                        o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+                f += 4
 
 
-_small_dot_par, _small_dot_ser = parallel_and_serial(_small_dot_py)
+_small_dot_par, _small_dot_ser = parallel_and_serial(_small_dot_py, fastmath={"contract"})
 
 
 def small_dot(X, Z):
