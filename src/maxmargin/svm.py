@@ -73,12 +73,58 @@ def ovr_from_ovo(dec, n_classes):
     for a in range(n_classes):
         for b in range(a + 1, n_classes):
             d = dec[:, k]
-            votes[:, a] += d > 0
-            votes[:, b] += d <= 0
+            votes[:, a] += d >= 0  # scikit-learn's rule: a zero decision value votes for the first class
+            votes[:, b] += d < 0
             conf[:, a] += d
             conf[:, b] -= d
             k += 1
     return votes + conf / (3 * (np.abs(conf) + 1))
+
+
+_SCALE_ADVICE = "scale the features (StandardScaler, or --scale on the command line)"
+
+
+def check_finite_kernel(kern, X):
+    """ValueError when the kernel is not finite on the training data ``X``: the diagonal
+    (every row) and a block over the rows of largest norm (where products overflow)."""
+    n = X.shape[0]
+    if kern.name == "precomputed" or n == 0:
+        return  # validate_data has refused a Gram matrix with non-finite entries
+    with np.errstate(all="ignore"):
+        return _check_finite_kernel(kern, X, n)
+
+
+def _check_finite_kernel(kern, X, n):
+    from .kernels import row_norms_sq
+
+    if kern.name != "callable":
+        d = np.asarray(kern.diag(X), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(d))
+        if bad.size:
+            raise ValueError(
+                f"non-finite kernel values: K(x, x) = {d[bad[0]]} for training row {int(bad[0])} "
+                f"({kern.name} kernel); the data holds values too large for it: {_SCALE_ADVICE}"
+            )
+    sq = np.asarray(row_norms_sq(X), dtype=np.float64)
+    idx = np.unique(np.concatenate([np.arange(min(n, 8)), np.argsort(sq, kind="stable")[-24:]]))
+    K = np.asarray(kern(X[idx], X[idx]), dtype=np.float64)
+    bad = np.argwhere(~np.isfinite(K))
+    if bad.size:
+        i, j = (int(idx[k]) for k in bad[0])
+        raise ValueError(
+            f"non-finite kernel values: K(x_{i}, x_{j}) = {K[tuple(bad[0])]} (training rows {i} and {j}, "
+            f"{kern.name} kernel); the kernel or the data gives NaN or inf: {_SCALE_ADVICE}"
+            + (", or make the kernel function return finite values" if kern.name == "callable" else "")
+        )
+
+
+def check_finite_solution(coef, rho):
+    """ValueError (as scikit-learn raises) when a solver returned non-finite dual coefficients or offset."""
+    if (coef is not None and not np.all(np.isfinite(coef))) or not np.all(np.isfinite(rho)):
+        raise ValueError(
+            "the dual coefficients or the intercept are not finite (NaN or inf): the kernel values "
+            f"overflow on this data, which may hold very large values: {_SCALE_ADVICE}"
+        )
 
 
 def warn_not_converged(tol, fits, stacklevel=3):
@@ -150,6 +196,7 @@ class BaseKernelSVM(BaseEstimator):
         kern = make_kernel(self.kernel, self.gamma, self.degree, self.coef0, X=X, sigma=self.sigma)
         self._gamma = float(kern.params[0]) if kern.code in (1, 2, 3) else 0.0
         self._sparse = sp.issparse(X)
+        check_finite_kernel(kern, X)
         return kern
 
     def _solver_options(self, subproblem=0, n_subproblems=1, with_callback=True):
@@ -402,6 +449,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         return out
 
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+        for fit in fits:
+            check_finite_solution(fit.alpha if fit.alpha is not None else fit.w, fit.rho)
         n_classes = self.classes_.shape[0]
         n_pairs = len(pairs)
         coef_by_pair = []
@@ -651,7 +700,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     def _predict_from_ovo(self, dec):
         n_classes = self.classes_.shape[0]
         if n_classes == 2:
-            return self.classes_[(dec[:, 0] > 0).astype(int)]
+            # LIBSVM (and scikit-learn): its value -dec > 0 picks classes_[0], so dec = 0 picks classes_[1]
+            return self.classes_[(dec[:, 0] >= 0).astype(int)]
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(ovr_from_ovo(dec, n_classes), axis=1)]
         votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
