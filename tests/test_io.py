@@ -23,6 +23,7 @@ from maxmargin.io import (
     load_model,
     read_data,
     read_model_metadata,
+    save_libsvm_model,
     save_model,
 )
 from maxmargin.io import model as model_io
@@ -476,3 +477,36 @@ def test_only_declared_attributes_are_set(saved):
     _rewrite(saved, edit)
     with pytest.raises(ModelFormatError, match="no stored attribute 'predict'"):
         load_model(saved)
+
+
+# --------------------------------------------------------------------- issue 14
+@pytest.mark.parametrize("scaled", [False, True])
+def test_feature_names_survive_the_model_file(tmp_path, scaled):
+    """Issue 14.2: after save/load, reordered DataFrame columns are refused, as before saving."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(40, 3)), columns=["age", "chol", "bp"])
+    y = np.where(X["age"] > 0, 1, -1)
+    model = maxmargin.SVC(kernel="linear")
+    if scaled:
+        model = make_pipeline(StandardScaler(), model)
+    model.fit(X, y)
+    save_model(model, tmp_path / "m.mm")
+    loaded = load_model(tmp_path / "m.mm")
+    assert list(loaded.feature_names_in_) == ["age", "chol", "bp"]
+    assert loaded.feature_names_in_.dtype == object
+    assert loaded.n_features_in_ == 3
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(ValueError, match="feature names"):
+        loaded.predict(X[["bp", "chol", "age"]])
+
+
+def test_libsvm_model_file_warns_that_names_are_lost(tmp_path):
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]], columns=["a", "b"])
+    clf = maxmargin.SVC(kernel="linear").fit(X, [1, 1, -1, -1])
+    with pytest.warns(UserWarning, match="feature names"):
+        save_libsvm_model(clf, tmp_path / "m.model")

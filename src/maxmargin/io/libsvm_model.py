@@ -423,6 +423,12 @@ def save_libsvm_model(estimator, path):
     if getattr(estimator, "_linear_w", None) is not None and estimator.support_.shape[0] == 0:
         raise ValueError("this model has no support vectors (fitted by a primal solver); "
                          "LIBSVM model files describe a model by its support vectors")
+    if getattr(estimator, "feature_names_in_", None) is not None:
+        import warnings
+
+        warnings.warn("a LIBSVM model file cannot store the feature names the model was fitted with: the "
+                      "loaded model will not check the columns of a DataFrame (save_model keeps them)",
+                      UserWarning, stacklevel=2)
     SV = estimator.support_vectors_
     SV = sp.csr_matrix(SV) if not sp.issparse(SV) else SV.tocsr()
     SV.sort_indices()
