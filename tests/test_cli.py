@@ -583,3 +583,77 @@ def test_nu_svc_one_class_and_probabilities(tmp_path):
     P = np.array([[float(v) for v in line.split()[1:]] for line in lines[1:]])
     np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(P, load_model(tmp_path / "p.mm").predict_proba(load_heart_scale()[0]), atol=1e-5)
+
+
+# --------------------------------------------------------------------------- issue 14
+
+
+def test_output_may_not_overwrite_an_input(tmp_path, heart_model, monkeypatch):
+    """Issue 14.3: -o naming an input file (also relatively or through a link) is refused."""
+    data = tmp_path / "d.svm"
+    data.write_bytes(open(HEART, "rb").read())
+    before = data.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    r = invoke("train", "d.svm", "-o", "./d.svm")
+    assert r.exit_code == 2 and "would overwrite it" in r.stderr and "training data" in r.stderr
+    os.symlink(data, tmp_path / "link.svm")
+    r = invoke("predict", heart_model, data, "-o", "link.svm")
+    assert r.exit_code == 2 and "data file DATA" in r.stderr
+    r = invoke("predict", heart_model, data, "-o", heart_model)
+    assert r.exit_code == 2 and "model file MODEL" in r.stderr
+    r = invoke("plot", heart_model, data, "-o", "d.svm")
+    assert r.exit_code == 2 and "would overwrite it" in r.stderr
+    assert data.read_bytes() == before
+
+
+def test_broken_pipe_exits_quietly(heart_model, monkeypatch, capsys):
+    """Issue 14.20: `maxmargin predict ... | head` ends without an error message."""
+    import errno
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    with pytest.raises(SystemExit) as info:
+        cli.main(["predict", str(heart_model), HEART], prog_name="maxmargin")
+    assert info.value.code == 1
+    assert "Error" not in capsys.readouterr().err
+
+
+def test_write_errors_name_the_target_not_the_temporary_file(tmp_path, monkeypatch):
+    from maxmargin.io import _atomic
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".m.mm.x1y2.tmp"))
+
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", refuse)
+    r = invoke("train", HEART, "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1
+    assert f"{tmp_path / 'm.mm'}: Permission denied" in r.stderr and ".tmp" not in r.stderr
+
+
+def test_info_of_a_libsvm_model_says_what_is_unknown(tmp_path):
+    r = invoke("train", HEART, "--model-format", "libsvm", "-o", tmp_path / "h.model")
+    assert r.exit_code == 0, r.output
+    r = invoke("info", tmp_path / "h.model")
+    assert r.exit_code == 0
+    line = next(x for x in r.output.splitlines() if x.startswith("1/||w||"))
+    assert "inf" not in line and "not stored in LIBSVM model files" in line
+
+
+def test_cli_errors_give_cli_advice(tmp_path):
+    """Issue 14.20: continuous labels, non-separable hard margin and hopeless nu-SVC say what to do
+    in command-line terms."""
+    half = tmp_path / "half.csv"
+    half.write_text("y,a\n0.5,1\n1.5,2\n0.5,3\n1.5,4\n")
+    r = invoke("train", half, "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "continuous" in r.stderr and "--type epsilon-svr" in r.stderr
+    assert "Unknown label type" not in r.stderr
+    clash = tmp_path / "clash.svm"
+    clash.write_text("1 1:1\n1 1:2\n-1 1:1\n-1 1:2\n")
+    r = invoke("train", clash, "--formulation", "hard", "-k", "linear", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "--formulation l1" in r.stderr and "formulation='l1'" not in r.stderr
+    r = invoke("train", clash, "-s", "nu-svc", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "same mean in feature space" in r.stderr and "smaller nu" not in r.stderr
+    assert files_in(tmp_path) == ["clash.svm", "half.csv"]

@@ -78,6 +78,13 @@ def _describe(exc):
         if exc.filename is not None and exc.strerror:
             return f"{exc.filename}: {exc.strerror}", None
         return str(exc), None
+    name = type(exc).__name__
+    if name == "NotSeparableError":
+        reason = str(exc).split(". Use ", 1)[0]
+        return reason, "use --formulation l1 (soft margin) or l2, or a more flexible kernel (-k rbf)"
+    if name == "QPTooLargeError":
+        reason = str(exc).split(". Use ", 1)[0]
+        return reason, "use --solver smo or --solver batched, which never form the whole matrix"
     if isinstance(exc, MemoryError):
         return "out of memory", "use a smaller data set, a smaller --cache-size or a linear kernel"
     if isinstance(exc, (ValueError, NotImplementedError, TypeError)):
@@ -94,6 +101,8 @@ class MaxmarginGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            raise  # the reader of our output went away (| head): click.main exits quietly
         except (KeyboardInterrupt, Interrupted) as exc:
             if ctx.meta.get(_DEBUG):
                 raise
@@ -521,8 +530,9 @@ def _summary_numbers(est):
 
     return {
         "margin": one(margin),
-        "half_width": None if w_norm is None else one(np.where(w_norm > 0, 1.0 / np.where(w_norm > 0, w_norm, 1),
-                                                               np.inf)),
+        # NaN (not stored, e.g. LIBSVM model files) stays NaN; ||w|| = 0 gives an infinite half-width
+        "half_width": None if w_norm is None else one(np.where(
+            np.isnan(w_norm), np.nan, np.where(w_norm > 0, 1.0 / np.where(w_norm > 0, w_norm, 1), np.inf))),
         "loo_bound": getattr(est, "loo_bound_", None),
         "objective": one(objective),
         "n_iter": None if n_iter is None else int(np.sum(n_iter)),
@@ -706,6 +716,26 @@ def _resolve_class(type_name):
     return cls
 
 
+def _refuse_overwrite(output, inputs, param_hint="-o/--output"):
+    """A usage error when ``output`` names the same file as one of ``inputs`` (after resolving
+    relative paths and symbolic links): writing it would destroy that input."""
+    if output is None or output == "-":
+        return
+    out = os.path.realpath(output)
+    for what, path in inputs:
+        if path is None or path == "-":
+            continue
+        same = os.path.realpath(path) == out
+        if not same and os.path.exists(output) and os.path.exists(path):
+            try:
+                same = os.path.samefile(output, path)
+            except OSError:  # pragma: no cover - raced away
+                same = False
+        if same:
+            raise click.BadParameter(f"{output} is the {what}; writing there would overwrite it: "
+                                     "choose another output file", param_hint=param_hint)
+
+
 def _default_model_path(data_path):
     name = os.path.basename(os.fspath(data_path))
     for suffix in (".gz", ".bz2", ".xz"):
@@ -771,6 +801,7 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
             if data == "-":
                 raise click.UsageError("give -o/--output when the data come from standard input")
             model_path = _default_model_path(data)
+        _refuse_overwrite(model_path, [("training data file DATA", data)])
         directory = os.path.dirname(os.path.abspath(model_path))
         if not os.path.isdir(directory):
             raise click.BadParameter(f"directory {directory} does not exist", param_hint="-o/--output")
@@ -991,6 +1022,7 @@ def predict(ctx, model_path, data, out_path, proba, decision, has_labels, data_f
         directory = os.path.dirname(os.path.abspath(out_path))
         if not os.path.isdir(directory):
             raise click.BadParameter(f"directory {directory} does not exist", param_hint="-o/--output")
+        _refuse_overwrite(out_path, [("model file MODEL", model_path), ("data file DATA", data)])
     kwargs = _data_kwargs(data_format, delimiter, header, label_column)
     model, kind, ds = _load_model_and_data(model_path, data, kwargs, _labels_flag(has_labels))
     est = _final(model)
@@ -1199,6 +1231,8 @@ def info(model_path, as_json):
                + (unknown if no_margin else "   (min y f(x) / ||w|| over the training points)"))
     if nums["half_width"] is not None and not bool(np.all(np.isnan(nums["half_width"]))):
         click.echo(f"1/||w||          {_fmt_multi(nums['half_width'])}   (half-width of the band |f| < 1)")
+    elif meta is None:
+        click.echo(f"1/||w||          unknown{unknown}")
     click.echo(f"LOO bound        {_fmt(nums['loo_bound'])}")
     click.echo(f"Objective        {_fmt_multi(nums['objective'])}")
     info_d = d["info"] or {}
@@ -1379,6 +1413,8 @@ def plot(ctx, model_path, data, out_path, test_path, dpi, opts):
         kwargs["dpi"] = dpi
     if out_path is None:
         out_path = os.path.splitext(os.path.basename(model_path))[0] + ".png"
+    _refuse_overwrite(out_path, [("model file MODEL", model_path), ("data file DATA", data),
+                                 ("test data file", test_path)])
     try:
         mod.plot_model_file(model_path, data, out_path, **kwargs)
     except ModuleNotFoundError as exc:

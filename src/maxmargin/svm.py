@@ -141,6 +141,44 @@ def warn_not_converged(tol, fits, stacklevel=3):
             return
 
 
+def _check_class_labels(y):
+    """scikit-learn's check of classification targets, with a message that says what to do."""
+    try:
+        check_classification_targets(y)
+    except ValueError:
+        y = np.asarray(y)
+        if y.dtype.kind == "f":
+            bad = np.flatnonzero(y != np.round(y))
+            if bad.size:
+                raise ValueError(
+                    f"classification needs class labels, but the labels are continuous numbers (label {float(y[bad[0]]):g} "
+                    f"of row {int(bad[0])} is not an integer): give integer or string labels, or fit a regression "
+                    "(SVR or NuSVR; --type epsilon-svr or nu-svr on the command line)"
+                ) from None
+        raise
+
+
+def _nu_no_margin_message(problem, r, nu):
+    """Why a nu-SVC problem has no margin (r <= 0, w = 0), and what can help."""
+    y = problem.y
+    text = (f"nu-SVC found no margin (r = {r:.3g}) for nu={nu!r}: the two classes' reduced convex hulls in "
+            "feature space overlap, so w = 0 and the decision function would be constant")
+    n = y.shape[0]
+    if n <= 4000 and problem.kernel.code != 4:
+        w = np.asarray(problem.upper, dtype=np.float64)  # the sample (times class) weights
+        c = np.where(y > 0, w / max(w[y > 0].sum(), 1e-300), -w / max(w[y < 0].sum(), 1e-300))
+        X = problem.X[problem.index] if getattr(problem, "index", None) is not None else problem.X
+        with np.errstate(all="ignore"):
+            dist2 = float(c @ problem.kernel.mmv(X, X, c))
+        scale = float(np.max(np.abs(problem.kernel.diag(X)), initial=0.0))
+        if not dist2 > 1e-12 * max(scale, 1e-300):
+            return (text + ". The two classes have the same mean in feature space (for example constant features "
+                    "or identical points with different labels), so no nu gives a margin: use C-SVC "
+                    "(SVC; --type c-svc), another kernel, or features that tell the classes apart")
+    return (text + ". A larger nu (up to the feasibility limit 2 min(n_a, n_b) / (n_a + n_b)) shrinks the hulls "
+            "towards the class means; C-SVC (SVC; --type c-svc) fits such data with any C")
+
+
 class BaseKernelSVM(BaseEstimator):
     """What every maxmargin kernel estimator shares.
 
@@ -315,7 +353,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self._check_params()
         t_start = time.perf_counter()
         X, y = self._validate_train(X, y)
-        check_classification_targets(y)
+        _check_class_labels(y)
         n = X.shape[0]
         precomputed = self.kernel == "precomputed"
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -1031,10 +1069,7 @@ class NuSVC(BaseSVMClassifier):
             sol = smo.solve(problem, **options)
         r = float(sol.extra["r"])
         if not r > 0:
-            raise ValueError(
-                f"nu-SVC found no margin (r = {r:.3g}) for nu={self.nu!r}: the classes overlap completely "
-                "for this nu; use a smaller nu"
-            )
+            raise ValueError(_nu_no_margin_message(problem, r, self.nu))
         alpha = sol.alpha / r
         rho = sol.rho / r
         obj = sol.objective / (r * r)
