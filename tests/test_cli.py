@@ -657,3 +657,23 @@ def test_cli_errors_give_cli_advice(tmp_path):
     r = invoke("train", clash, "-s", "nu-svc", "-o", tmp_path / "m.mm")
     assert r.exit_code == 1 and "same mean in feature space" in r.stderr and "smaller nu" not in r.stderr
     assert files_in(tmp_path) == ["clash.svm", "half.csv"]
+
+
+def test_bundled_data_sets_are_addressable_by_name(tmp_path, monkeypatch):
+    """Issue 14.7: the README's `maxmargin train heart_scale -c 2 --cv 5` works in any directory."""
+    monkeypatch.chdir(tmp_path)
+    readme = open(os.path.join(os.path.dirname(SRC), "README.md"), encoding="utf-8").read()
+    line = next(x for x in readme.splitlines() if x.startswith("$ maxmargin train heart_scale"))
+    args = line[2:].split("#")[0].split()[1:]
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    assert "Cross Validation Accuracy = 81.1111% (219/270)" in r.output
+    r = invoke("datasets")
+    assert r.exit_code == 0 and "builtin:heart_scale" in r.output
+    r = invoke("train", "builtin:heart_scale", "-q", "-o", "h.mm")
+    assert r.exit_code == 0 and files_in(tmp_path) == ["h.mm"]
+    r = invoke("train", "builtin:nope")
+    assert r.exit_code == 2 and "no bundled data set named 'nope'" in r.stderr
+    (tmp_path / "heart_scale").write_text("y,a\n1,1\n-1,2\n1,3\n-1,4\n")  # a file of that name wins
+    r = invoke("train", "heart_scale", "--cv", "2")
+    assert r.exit_code == 0 and "4 samples" in r.output

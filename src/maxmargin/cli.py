@@ -198,6 +198,24 @@ def _data_kwargs(data_format, delimiter, header, label_column):
     }
 
 
+class DataPath(click.Path):
+    """A data file argument: a path, or a bundled data set (``builtin:heart_scale``, or ``heart_scale``
+    when no such file exists here; ``maxmargin datasets`` lists them)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(exists=True, dir_okay=False, **kwargs)
+
+    def convert(self, value, param, ctx):
+        from .datasets import resolve_data_path
+
+        if isinstance(value, str) and value != "-":
+            try:
+                value = resolve_data_path(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class GammaType(click.ParamType):
     name = "GAMMA"
 
@@ -691,6 +709,7 @@ def cli():
       maxmargin predict model.mm test.csv       predict; prints the accuracy if test.csv has labels
       maxmargin evaluate model.mm test.csv      accuracy, confusion matrix, precision and recall
       maxmargin info model.mm                   what is inside a model file
+      maxmargin datasets                        the bundled data sets (e.g. train heart_scale --cv 5)
 
     Data files: CSV (label in the first column, optional header) or LIBSVM/svmlight
     (`label index:value ...`), optionally .gz/.bz2/.xz compressed. Model files:
@@ -745,7 +764,7 @@ def _default_model_path(data_path):
 
 
 @cli.command(cls=TrainCommand, context_settings=CONTEXT_SETTINGS)
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("data", type=DataPath(allow_dash=True))
 @click.option("-o", "--output", "model_path", type=click.Path(dir_okay=False),
               help="Model file to write (default: DATA's name + .model in the current directory).")
 @click.option("-s", "--type", "svm_type", default="c-svc", show_default=True, metavar="TYPE",
@@ -994,7 +1013,7 @@ def _labels_flag(value):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("data", type=DataPath(allow_dash=True))
 @click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False),
               help="Write the predictions here (default: standard output).")
 @click.option("--proba", is_flag=True, help="Also write class probabilities (LIBSVM's -b 1 layout).")
@@ -1084,7 +1103,7 @@ def _score_lines(est, pred, y):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("data", type=DataPath(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 @data_options
 @common_options
@@ -1354,6 +1373,29 @@ def quickstart(ctx, model_path, seed):
     say("  maxmargin train --help                      (kernels, C, gamma, formulations, solvers)")
 
 
+# --------------------------------------------------------------------------- datasets
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--paths", is_flag=True, help="Print only the file paths, one per line.")
+def datasets(paths):
+    """List the data sets bundled with maxmargin.
+
+    \b
+    Every command that reads data takes them by name:
+      maxmargin train heart_scale --cv 5              (a file of that name in the current directory wins)
+      maxmargin train builtin:heart_scale -o heart.mm (always the bundled one)
+    """
+    from .datasets import DATASETS, PREFIX, dataset_path
+
+    for name in sorted(DATASETS):
+        if paths:
+            click.echo(dataset_path(name))
+        else:
+            click.echo(f"{PREFIX}{name}  {DATASETS[name][1]}")
+            click.echo(f"  {dataset_path(name)}")
+
+
 # --------------------------------------------------------------------------- plot and playground
 
 
@@ -1388,10 +1430,10 @@ def _parse_opt_value(text):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=DataPath())
 @click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False), default=None,
               help="Image file to write; the suffix picks the format (default: MODEL's name + .png).")
-@click.option("--test", "test_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--test", "test_path", type=DataPath(), default=None,
               help="Test data, drawn as small points.")
 @click.option("--dpi", type=int, default=None, help="Resolution of raster images.")
 @click.option("-O", "--opt", "opts", multiple=True, metavar="KEY=VALUE",
