@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 from importlib import resources
 
-__all__ = ["load_heart_scale", "heart_scale_path", "DATASETS", "dataset_path", "resolve_data_path", "PREFIX"]
+__all__ = ["DATASETS", "PREFIX", "dataset_path", "heart_scale_path", "load_heart_scale", "resolve_data_path"]
 
 #: name -> (file in maxmargin/data, one-line description)
 DATASETS = {
-    "heart_scale": ("heart_scale", "LIBSVM's example: Statlog (Heart), 270 samples, 13 features scaled to "
-                                   "[-1, 1], labels +1 / -1 (LIBSVM format)"),
+    "heart_scale": ("heart_scale", ("LIBSVM's example: Statlog (Heart), 270 samples, 13 features scaled to "
+                                    "[-1, 1], labels +1 / -1 (LIBSVM format)")),
 }
 #: how a command-line argument names a bundled data set explicitly
 PREFIX = "builtin:"
