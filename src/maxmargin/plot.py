@@ -506,9 +506,8 @@ def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
     ax.set_ylabel(proj.labels[1])
     if legend:
         ax.legend(loc="best", fontsize=7)
-    return dict(ax=ax, regions=regions, boundary=boundary, margins=margins,
-                support=support, train=train_art, test=test_art,
-                grid=(xx, yy, values), projection=proj, stats=stats)
+    return {"ax": ax, "regions": regions, "boundary": boundary, "margins": margins, "support": support,
+            "train": train_art, "test": test_art, "grid": (xx, yy, values), "projection": proj, "stats": stats}
 
 
 # --------------------------------------------------------------------------- comparison
