@@ -510,3 +510,28 @@ def test_libsvm_model_file_warns_that_names_are_lost(tmp_path):
     clf = maxmargin.SVC(kernel="linear").fit(X, [1, 1, -1, -1])
     with pytest.warns(UserWarning, match="feature names"):
         save_libsvm_model(clf, tmp_path / "m.model")
+
+
+@pytest.mark.parametrize("index", [2_000_000_000, 3_000_000_000])
+def test_huge_feature_index_is_refused_with_line_and_limit(tmp_path, index):
+    """Issue 14.4: a stray feature index of 2e9 must not allocate gigabytes (nor overflow)."""
+    from maxmargin.io.data import MAX_FEATURES
+
+    p = tmp_path / "big.svm"
+    p.write_text(f"1 1:0.5 2:1\n# a comment\n\n-1 1:-0.5 {index}:1\n1 2:0.3\n")
+    with pytest.raises(DataFormatError, match=f"line 4: feature index {index:,} is beyond .* limit of "
+                                              f"{MAX_FEATURES:,} features"):
+        read_data(p)
+
+
+def test_huge_feature_index_in_a_libsvm_model_or_matrix_is_refused(tmp_path):
+    from maxmargin.io import load_libsvm_model
+
+    p = tmp_path / "m.model"
+    p.write_text("svm_type c_svc\nkernel_type linear\nnr_class 2\ntotal_sv 2\nrho 0\nlabel 1 -1\nnr_sv 1 1\nSV\n"
+                 "1 1:1 2000000000:1\n-1 1:-1\n")
+    with pytest.raises(ModelFormatError, match="line 9: feature index 2,000,000,000 is beyond"):
+        load_libsvm_model(p)
+    X = sp.csr_matrix((np.ones(2), np.array([0, 2_000_000_000]), np.array([0, 1, 2])), shape=(2, 2_000_000_001))
+    with pytest.raises(ValueError, match="number of features 2,000,000,001 is beyond"):
+        maxmargin.SVC(kernel="linear").fit(X, [0, 1])

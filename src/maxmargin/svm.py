@@ -141,6 +141,14 @@ def warn_not_converged(tol, fits, stacklevel=3):
             return
 
 
+def _check_width(X):
+    """ValueError for more features than maxmargin.io.data.MAX_FEATURES (dense vectors that long)."""
+    from .io.data import MAX_FEATURES, too_many_features_message
+
+    if X.shape[1] > MAX_FEATURES:
+        raise ValueError(too_many_features_message(X.shape[1], "the number of features"))
+
+
 def _check_class_labels(y):
     """scikit-learn's check of classification targets, with a message that says what to do."""
     try:
@@ -216,6 +224,7 @@ class BaseKernelSVM(BaseEstimator):
                                  y_numeric=y_numeric)
         if sp.issparse(X):
             X.sort_indices()
+        _check_width(X)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(
                 f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}"
