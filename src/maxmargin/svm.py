@@ -1081,7 +1081,7 @@ class NuSVC(BaseSVMClassifier):
             raise ValueError(_nu_no_margin_message(problem, r, self.nu))
         alpha = sol.alpha / r
         rho = sol.rho / r
-        obj = sol.objective / (r * r)
+        obj = sol.objective / r / r  # r * r may underflow for tiny kernel values
         fit = formulations.BinaryFit(
             alpha=alpha, rho=float(rho), objective=float(obj), n_iter=int(sol.n_iter),
             violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,
