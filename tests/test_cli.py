@@ -656,7 +656,12 @@ def test_cli_errors_give_cli_advice(tmp_path):
     assert r.exit_code == 1 and "--formulation l1" in r.stderr and "formulation='l1'" not in r.stderr
     r = invoke("train", clash, "-s", "nu-svc", "-o", tmp_path / "m.mm")
     assert r.exit_code == 1 and "same mean in feature space" in r.stderr and "smaller nu" not in r.stderr
-    assert files_in(tmp_path) == ["clash.svm", "half.csv"]
+    wide = tmp_path / "many.csv"
+    rows = np.random.default_rng(0).normal(size=(3100, 2))
+    wide.write_text("".join(f"{1 if a > 0 else -1},{a},{b}\n" for a, b in rows))
+    r = invoke("train", wide, "--solver", "qp", "-k", "linear", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "--solver smo" in r.stderr and "max_n=None" not in r.stderr
+    assert files_in(tmp_path) == ["clash.svm", "half.csv", "many.csv"]
 
 
 def test_bundled_data_sets_are_addressable_by_name(tmp_path, monkeypatch):

@@ -84,7 +84,8 @@ def _describe(exc):
         return reason, "use --formulation l1 (soft margin) or l2, or a more flexible kernel (-k rbf)"
     if name == "QPTooLargeError":
         reason = str(exc).split(". Use ", 1)[0]
-        return reason, "use --solver smo or --solver batched, which never form the whole matrix"
+        return reason, ("use --solver smo or --solver batched, which never form the whole matrix "
+                        "(--solver frank-wolfe for --formulation l2-simplex)")
     if isinstance(exc, MemoryError):
         return "out of memory", "use a smaller data set, a smaller --cache-size or a linear kernel"
     if isinstance(exc, (ValueError, NotImplementedError, TypeError)):
