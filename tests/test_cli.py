@@ -682,3 +682,12 @@ def test_bundled_data_sets_are_addressable_by_name(tmp_path, monkeypatch):
     (tmp_path / "heart_scale").write_text("y,a\n1,1\n-1,2\n1,3\n-1,4\n")  # a file of that name wins
     r = invoke("train", "heart_scale", "--cv", "2")
     assert r.exit_code == 0 and "4 samples" in r.output
+
+
+def test_overflowing_data_is_an_error_not_a_constant_model(tmp_path):
+    """Issue 14.1: values near 1e308 used to train (exit 0) a model with 0 SVs and margin inf."""
+    big = tmp_path / "big.csv"
+    big.write_text("y,a,b\n1,1e308,1e308\n1,9e307,1e308\n-1,-1e308,-1e308\n-1,-9e307,-1e308\n")
+    r = invoke("train", big, "-k", "linear", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "non-finite kernel values" in r.stderr and "--scale" in r.stderr
+    assert "Warning" not in r.stderr and files_in(tmp_path) == ["big.csv"]

@@ -106,7 +106,8 @@ def _check_finite_kernel(kern, X, n):
                 f"({kern.name} kernel); the data holds values too large for it: {_SCALE_ADVICE}"
             )
     sq = np.asarray(row_norms_sq(X), dtype=np.float64)
-    idx = np.unique(np.concatenate([np.arange(min(n, 8)), np.argsort(sq, kind="stable")[-24:]]))
+    top = np.argpartition(sq, n - 24)[-24:] if n > 24 else np.arange(n)  # the rows of largest norm
+    idx = np.unique(np.concatenate([np.arange(min(n, 8)), top]))
     K = np.asarray(kern(X[idx], X[idx]), dtype=np.float64)
     bad = np.argwhere(~np.isfinite(K))
     if bad.size:
