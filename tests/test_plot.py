@@ -252,7 +252,7 @@ def test_models_trained_on_sparse_libsvm_data_draw(tmp_path):
 
     X, y = load_heart_scale(sparse=True)
     model = SVC(C=2.0).fit(X, y)
-    res = plot.decision_boundary(model, X.toarray(), y, resolution=40)
+    res = plot.decision_boundary(model, X, y, X[:20], y[:20], resolution=40)
     assert res.support is not None and res.stats["n_sv"] == model.support_.shape[0]
     runner = CliRunner()
     r = runner.invoke(cli, ["train", str(heart_scale_path()), "-q", "-o", str(tmp_path / "h.mm")])

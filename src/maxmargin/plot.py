@@ -427,10 +427,10 @@ def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
     if ax is None:
         plt = _plt()
         _, ax = plt.subplots(figsize=(5.5, 5))
-    X = np.asarray(X, dtype=float)
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)  # sparse (LIBSVM) data too
     y = np.asarray(y)
     if X_test is not None:
-        X_test = np.asarray(X_test, dtype=float)
+        X_test = np.asarray(X_test.toarray() if hasattr(X_test, "toarray") else X_test, dtype=float)
         y_test = np.asarray(y_test)
     if str(getattr(_final(model), "kernel", "")) == "precomputed":
         raise ValueError("a model with kernel='precomputed' cannot be drawn: it needs the input points")
