@@ -583,3 +583,111 @@ def test_nu_svc_one_class_and_probabilities(tmp_path):
     P = np.array([[float(v) for v in line.split()[1:]] for line in lines[1:]])
     np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(P, load_model(tmp_path / "p.mm").predict_proba(load_heart_scale()[0]), atol=1e-5)
+
+
+# --------------------------------------------------------------------------- issue 14
+
+
+def test_output_may_not_overwrite_an_input(tmp_path, heart_model, monkeypatch):
+    """Issue 14.3: -o naming an input file (also relatively or through a link) is refused."""
+    data = tmp_path / "d.svm"
+    data.write_bytes(open(HEART, "rb").read())
+    before = data.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    r = invoke("train", "d.svm", "-o", "./d.svm")
+    assert r.exit_code == 2 and "would overwrite it" in r.stderr and "training data" in r.stderr
+    os.symlink(data, tmp_path / "link.svm")
+    r = invoke("predict", heart_model, data, "-o", "link.svm")
+    assert r.exit_code == 2 and "data file DATA" in r.stderr
+    r = invoke("predict", heart_model, data, "-o", heart_model)
+    assert r.exit_code == 2 and "model file MODEL" in r.stderr
+    r = invoke("plot", heart_model, data, "-o", "d.svm")
+    assert r.exit_code == 2 and "would overwrite it" in r.stderr
+    assert data.read_bytes() == before
+
+
+def test_broken_pipe_exits_quietly(heart_model, monkeypatch, capsys):
+    """Issue 14.20: `maxmargin predict ... | head` ends without an error message."""
+    import errno
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    with pytest.raises(SystemExit) as info:
+        cli.main(["predict", str(heart_model), HEART], prog_name="maxmargin")
+    assert info.value.code == 1
+    assert "Error" not in capsys.readouterr().err
+
+
+def test_write_errors_name_the_target_not_the_temporary_file(tmp_path, monkeypatch):
+    from maxmargin.io import _atomic
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".m.mm.x1y2.tmp"))
+
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", refuse)
+    r = invoke("train", HEART, "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1
+    assert f"{tmp_path / 'm.mm'}: Permission denied" in r.stderr and ".tmp" not in r.stderr
+
+
+def test_info_of_a_libsvm_model_says_what_is_unknown(tmp_path):
+    r = invoke("train", HEART, "--model-format", "libsvm", "-o", tmp_path / "h.model")
+    assert r.exit_code == 0, r.output
+    r = invoke("info", tmp_path / "h.model")
+    assert r.exit_code == 0
+    line = next(x for x in r.output.splitlines() if x.startswith("1/||w||"))
+    assert "inf" not in line and "not stored in LIBSVM model files" in line
+
+
+def test_cli_errors_give_cli_advice(tmp_path):
+    """Issue 14.20: continuous labels, non-separable hard margin and hopeless nu-SVC say what to do
+    in command-line terms."""
+    half = tmp_path / "half.csv"
+    half.write_text("y,a\n0.5,1\n1.5,2\n0.5,3\n1.5,4\n")
+    r = invoke("train", half, "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "continuous" in r.stderr and "--type epsilon-svr" in r.stderr
+    assert "Unknown label type" not in r.stderr
+    clash = tmp_path / "clash.svm"
+    clash.write_text("1 1:1\n1 1:2\n-1 1:1\n-1 1:2\n")
+    r = invoke("train", clash, "--formulation", "hard", "-k", "linear", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "--formulation l1" in r.stderr and "formulation='l1'" not in r.stderr
+    r = invoke("train", clash, "-s", "nu-svc", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "same mean in feature space" in r.stderr and "smaller nu" not in r.stderr
+    wide = tmp_path / "many.csv"
+    rows = np.random.default_rng(0).normal(size=(3100, 2))
+    wide.write_text("".join(f"{1 if a > 0 else -1},{a},{b}\n" for a, b in rows))
+    r = invoke("train", wide, "--solver", "qp", "-k", "linear", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "--solver smo" in r.stderr and "max_n=None" not in r.stderr
+    assert files_in(tmp_path) == ["clash.svm", "half.csv", "many.csv"]
+
+
+def test_bundled_data_sets_are_addressable_by_name(tmp_path, monkeypatch):
+    """Issue 14.7: the README's `maxmargin train heart_scale -c 2 --cv 5` works in any directory."""
+    monkeypatch.chdir(tmp_path)
+    readme = open(os.path.join(os.path.dirname(SRC), "README.md"), encoding="utf-8").read()
+    line = next(x for x in readme.splitlines() if x.startswith("$ maxmargin train heart_scale"))
+    args = line[2:].split("#")[0].split()[1:]
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    assert "Cross Validation Accuracy = 81.1111% (219/270)" in r.output
+    r = invoke("datasets")
+    assert r.exit_code == 0 and "builtin:heart_scale" in r.output
+    r = invoke("train", "builtin:heart_scale", "-q", "-o", "h.mm")
+    assert r.exit_code == 0 and files_in(tmp_path) == ["h.mm"]
+    r = invoke("train", "builtin:nope")
+    assert r.exit_code == 2 and "no bundled data set named 'nope'" in r.stderr
+    (tmp_path / "heart_scale").write_text("y,a\n1,1\n-1,2\n1,3\n-1,4\n")  # a file of that name wins
+    r = invoke("train", "heart_scale", "--cv", "2")
+    assert r.exit_code == 0 and "4 samples" in r.output
+
+
+def test_overflowing_data_is_an_error_not_a_constant_model(tmp_path):
+    """Issue 14.1: values near 1e308 used to train (exit 0) a model with 0 SVs and margin inf."""
+    big = tmp_path / "big.csv"
+    big.write_text("y,a,b\n1,1e308,1e308\n1,9e307,1e308\n-1,-1e308,-1e308\n-1,-9e307,-1e308\n")
+    r = invoke("train", big, "-k", "linear", "-o", tmp_path / "m.mm")
+    assert r.exit_code == 1 and "non-finite kernel values" in r.stderr and "--scale" in r.stderr
+    assert "Warning" not in r.stderr and files_in(tmp_path) == ["big.csv"]

@@ -423,3 +423,21 @@ def test_compare_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "training: 20 x 2, test: 30" in out
     assert "frank-wolfe[step=away]" in out and "ok" in out
+
+
+@pytest.mark.parametrize("solver", ["smo", "batched"])
+def test_hard_margin_on_non_separable_data_stops_early(solver):
+    """Issue 14.9: a poly kernel whose feature space cannot separate the data used to run for
+    minutes (millions of SMO steps) before NotSeparableError; the convex-hull bound of the solver's
+    iterate proves it after the first progress report."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(400, 10, flip_y=0.1, random_state=0)
+    seen = []
+    from maxmargin import SVC
+
+    est = SVC(formulation="hard", kernel="poly", degree=2, solver=solver, time_limit=10,
+              callback=lambda info: seen.append(info["iteration"]))
+    with pytest.raises(F.NotSeparableError, match="margin < min_margin"):
+        est.fit(X, y)
+    assert max(seen, default=0) < 100_000

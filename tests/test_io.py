@@ -23,6 +23,7 @@ from maxmargin.io import (
     load_model,
     read_data,
     read_model_metadata,
+    save_libsvm_model,
     save_model,
 )
 from maxmargin.io import model as model_io
@@ -476,3 +477,61 @@ def test_only_declared_attributes_are_set(saved):
     _rewrite(saved, edit)
     with pytest.raises(ModelFormatError, match="no stored attribute 'predict'"):
         load_model(saved)
+
+
+# --------------------------------------------------------------------- issue 14
+@pytest.mark.parametrize("scaled", [False, True])
+def test_feature_names_survive_the_model_file(tmp_path, scaled):
+    """Issue 14.2: after save/load, reordered DataFrame columns are refused, as before saving."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(40, 3)), columns=["age", "chol", "bp"])
+    y = np.where(X["age"] > 0, 1, -1)
+    model = maxmargin.SVC(kernel="linear")
+    if scaled:
+        model = make_pipeline(StandardScaler(), model)
+    model.fit(X, y)
+    save_model(model, tmp_path / "m.mm")
+    loaded = load_model(tmp_path / "m.mm")
+    assert list(loaded.feature_names_in_) == ["age", "chol", "bp"]
+    assert loaded.feature_names_in_.dtype == object
+    assert loaded.n_features_in_ == 3
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(ValueError, match="feature names"):
+        loaded.predict(X[["bp", "chol", "age"]])
+
+
+def test_libsvm_model_file_warns_that_names_are_lost(tmp_path):
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]], columns=["a", "b"])
+    clf = maxmargin.SVC(kernel="linear").fit(X, [1, 1, -1, -1])
+    with pytest.warns(UserWarning, match="feature names"):
+        save_libsvm_model(clf, tmp_path / "m.model")
+
+
+@pytest.mark.parametrize("index", [2_000_000_000, 3_000_000_000])
+def test_huge_feature_index_is_refused_with_line_and_limit(tmp_path, index):
+    """Issue 14.4: a stray feature index of 2e9 must not allocate gigabytes (nor overflow)."""
+    from maxmargin.io.data import MAX_FEATURES
+
+    p = tmp_path / "big.svm"
+    p.write_text(f"1 1:0.5 2:1\n# a comment\n\n-1 1:-0.5 {index}:1\n1 2:0.3\n")
+    with pytest.raises(DataFormatError, match=f"line 4: feature index {index:,} is beyond .* limit of "
+                                              f"{MAX_FEATURES:,} features"):
+        read_data(p)
+
+
+def test_huge_feature_index_in_a_libsvm_model_or_matrix_is_refused(tmp_path):
+    from maxmargin.io import load_libsvm_model
+
+    p = tmp_path / "m.model"
+    p.write_text("svm_type c_svc\nkernel_type linear\nnr_class 2\ntotal_sv 2\nrho 0\nlabel 1 -1\nnr_sv 1 1\nSV\n"
+                 "1 1:1 2000000000:1\n-1 1:-1\n")
+    with pytest.raises(ModelFormatError, match="line 9: feature index 2,000,000,000 is beyond"):
+        load_libsvm_model(p)
+    X = sp.csr_matrix((np.ones(2), np.array([0, 2_000_000_000]), np.array([0, 1, 2])), shape=(2, 2_000_000_001))
+    with pytest.raises(ValueError, match="number of features 2,000,000,001 is beyond"):
+        maxmargin.SVC(kernel="linear").fit(X, [0, 1])

@@ -259,3 +259,13 @@ def test_integer_weights_equal_repeated_rows_nu(rng):
     c = NuSVR(nu=0.3, gamma=0.5, tol=1e-9).fit(X, z, sample_weight=w)
     d = NuSVR(nu=0.3, gamma=0.5, tol=1e-9).fit(np.repeat(X, w, axis=0), np.repeat(z, w))
     assert np.allclose(c.predict(Xt), d.predict(Xt), atol=1e-5)
+
+
+def test_nu_svc_on_tiny_kernel_values_does_not_divide_by_zero():
+    """Issue 14 (found by tests/test_properties.py): r * r underflowed to 0 for kernel values near 1e-200."""
+    from maxmargin import NuSVC
+
+    X = np.array([[-2e-100], [-1e-100]])
+    clf = NuSVC(nu=0.1, kernel="linear").fit(X, [0, 1])
+    assert np.all(np.isfinite(clf.objective_))
+    np.testing.assert_array_equal(clf.predict(X), [0, 1])

@@ -238,3 +238,43 @@ def test_l2_simplex_margin_lines_pass_through_its_support_vectors():
     for level, segs in zip(res.margins.levels, res.margins.allsegs):
         pts = np.vstack([s for s in segs if len(s)])
         assert np.median(np.abs(model.decision_function(pts) - level)) < 0.05 * rho
+
+
+# --------------------------------------------------------------------------- issue 14
+
+
+def test_models_trained_on_sparse_libsvm_data_draw(tmp_path):
+    """Issue 14.6: heart_scale (LIBSVM format, sparse) is the first thing a user plots."""
+    from click.testing import CliRunner
+
+    from maxmargin.cli import cli
+    from maxmargin.datasets import heart_scale_path, load_heart_scale
+
+    X, y = load_heart_scale(sparse=True)
+    model = SVC(C=2.0).fit(X, y)
+    res = plot.decision_boundary(model, X, y, X[:20], y[:20], resolution=40)
+    assert res.support is not None and res.stats["n_sv"] == model.support_.shape[0]
+    runner = CliRunner()
+    r = runner.invoke(cli, ["train", str(heart_scale_path()), "-q", "-o", str(tmp_path / "h.mm")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["plot", str(tmp_path / "h.mm"), str(heart_scale_path()), "-o", str(tmp_path / "h.png"),
+                            "-O", "resolution=40"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_boundary_plot_follows_the_display_convention(tmp_path):
+    """Issue 14.10: ax_, figure_, from_estimator and plot(ax=...) as scikit-learn's Displays."""
+    X, y = blobs(40)
+    model = SVC(kernel="linear").fit(X, y)
+    disp = plot.BoundaryPlot.from_estimator(model, X, y, resolution=50)
+    assert disp.ax_.figure is disp.figure_ and disp.ax is disp.ax_
+    assert disp.margins is not None and disp.estimator is model
+    fig, (a1, a2) = plt.subplots(1, 2)
+    again = disp.plot(ax=a2, show_margins=False, title="restyled")
+    assert again is disp and disp.ax_ is a2 and disp.figure_ is fig and disp.margins is None
+    assert a2.get_title().startswith("restyled") and not a1.has_data()
+    disp.figure_.savefig(tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000
+    old = plot.decision_boundary(model, X, y, resolution=50)
+    assert isinstance(old, plot.BoundaryPlot) and old.ax_ is old.ax

@@ -309,3 +309,45 @@ def test_check_estimator():
         },
     )
     check_estimator(SVC(tol=1e-9, kernel="linear"))
+
+
+# --------------------------------------------------------------------- issue 14
+@pytest.mark.parametrize("make", [
+    lambda: SVC(kernel="linear"),
+    lambda: __import__("maxmargin").SVR(kernel="linear"),
+    lambda: __import__("maxmargin").OneClassSVM(kernel="linear"),
+    lambda: SVC(kernel=lambda A, B: np.full((A.shape[0], B.shape[0]), np.nan)),
+])
+def test_non_finite_kernel_values_raise_a_named_error(make):
+    """Issue 14.1: data near 1e308 (or a kernel returning NaN) must not fit a constant model."""
+    X = np.array([[1e308, 1e308], [9e307, 1e308], [-1e308, -1e308], [-9e307, -1e308]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    with pytest.raises(ValueError, match="non-finite kernel values"):
+        make().fit(X, y)
+
+
+def test_non_finite_dual_coefficients_raise():
+    from maxmargin.svm import check_finite_solution
+
+    check_finite_solution(np.ones(3), 0.5)
+    with pytest.raises(ValueError, match="dual coefficients or the intercept are not finite"):
+        check_finite_solution(np.array([1.0, np.nan]), 0.0)
+    with pytest.raises(ValueError, match="not finite"):
+        check_finite_solution(np.ones(2), np.inf)
+
+
+_TIES = [
+    (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1])),                 # constant data
+    (np.array([[0.0], [0.0], [1.0], [1.0]]), np.array([0, 1, 0, 1])),  # conflicting duplicates
+    (np.zeros((6, 1)), np.array([0, 0, 1, 1, 2, 2])),                # three classes, every pair tied
+]
+
+
+@pytest.mark.parametrize("X, y, kw", [(X, y, kw) for X, y in _TIES for kw in (
+    {"kernel": "linear"}, {"kernel": "linear", "break_ties": True},
+    {"kernel": "linear", "decision_function_shape": "ovo"})] + [(*_TIES[0], {"kernel": "rbf"})])
+def test_zero_decision_value_ties_follow_scikit_learn(X, y, kw):
+    """Issue 14.5: where the decision value is exactly 0, predict what scikit-learn predicts."""
+    ours, ref = SVC(**kw).fit(X, y), SkSVC(**kw).fit(X, y)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-12)

@@ -78,6 +78,14 @@ def _describe(exc):
         if exc.filename is not None and exc.strerror:
             return f"{exc.filename}: {exc.strerror}", None
         return str(exc), None
+    name = type(exc).__name__
+    if name == "NotSeparableError":
+        reason = str(exc).split(". Use ", 1)[0]
+        return reason, "use --formulation l1 (soft margin) or l2, or a more flexible kernel (-k rbf)"
+    if name == "QPTooLargeError":
+        reason = str(exc).split(". Use ", 1)[0]
+        return reason, ("use --solver smo or --solver batched, which never form the whole matrix "
+                        "(--solver frank-wolfe for --formulation l2-simplex)")
     if isinstance(exc, MemoryError):
         return "out of memory", "use a smaller data set, a smaller --cache-size or a linear kernel"
     if isinstance(exc, (ValueError, NotImplementedError, TypeError)):
@@ -94,6 +102,8 @@ class MaxmarginGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            raise  # the reader of our output went away (| head): click.main exits quietly
         except (KeyboardInterrupt, Interrupted) as exc:
             if ctx.meta.get(_DEBUG):
                 raise
@@ -187,6 +197,24 @@ def _data_kwargs(data_format, delimiter, header, label_column):
         "header": "auto" if header is None else header,
         "label_column": col,
     }
+
+
+class DataPath(click.Path):
+    """A data file argument: a path, or a bundled data set (``builtin:heart_scale``, or ``heart_scale``
+    when no such file exists here; ``maxmargin datasets`` lists them)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(exists=True, dir_okay=False, **kwargs)
+
+    def convert(self, value, param, ctx):
+        from .datasets import resolve_data_path
+
+        if isinstance(value, str) and value != "-":
+            try:
+                value = resolve_data_path(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class GammaType(click.ParamType):
@@ -521,8 +549,9 @@ def _summary_numbers(est):
 
     return {
         "margin": one(margin),
-        "half_width": None if w_norm is None else one(np.where(w_norm > 0, 1.0 / np.where(w_norm > 0, w_norm, 1),
-                                                               np.inf)),
+        # NaN (not stored, e.g. LIBSVM model files) stays NaN; ||w|| = 0 gives an infinite half-width
+        "half_width": None if w_norm is None else one(np.where(
+            np.isnan(w_norm), np.nan, np.where(w_norm > 0, 1.0 / np.where(w_norm > 0, w_norm, 1), np.inf))),
         "loo_bound": getattr(est, "loo_bound_", None),
         "objective": one(objective),
         "n_iter": None if n_iter is None else int(np.sum(n_iter)),
@@ -681,6 +710,7 @@ def cli():
       maxmargin predict model.mm test.csv       predict; prints the accuracy if test.csv has labels
       maxmargin evaluate model.mm test.csv      accuracy, confusion matrix, precision and recall
       maxmargin info model.mm                   what is inside a model file
+      maxmargin datasets                        the bundled data sets (e.g. train heart_scale --cv 5)
 
     Data files: CSV (label in the first column, optional header) or LIBSVM/svmlight
     (`label index:value ...`), optionally .gz/.bz2/.xz compressed. Model files:
@@ -706,6 +736,26 @@ def _resolve_class(type_name):
     return cls
 
 
+def _refuse_overwrite(output, inputs, param_hint="-o/--output"):
+    """A usage error when ``output`` names the same file as one of ``inputs`` (after resolving
+    relative paths and symbolic links): writing it would destroy that input."""
+    if output is None or output == "-":
+        return
+    out = os.path.realpath(output)
+    for what, path in inputs:
+        if path is None or path == "-":
+            continue
+        same = os.path.realpath(path) == out
+        if not same and os.path.exists(output) and os.path.exists(path):
+            try:
+                same = os.path.samefile(output, path)
+            except OSError:  # pragma: no cover - raced away
+                same = False
+        if same:
+            raise click.BadParameter(f"{output} is the {what}; writing there would overwrite it: "
+                                     "choose another output file", param_hint=param_hint)
+
+
 def _default_model_path(data_path):
     name = os.path.basename(os.fspath(data_path))
     for suffix in (".gz", ".bz2", ".xz"):
@@ -715,7 +765,7 @@ def _default_model_path(data_path):
 
 
 @cli.command(cls=TrainCommand, context_settings=CONTEXT_SETTINGS)
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("data", type=DataPath(allow_dash=True))
 @click.option("-o", "--output", "model_path", type=click.Path(dir_okay=False),
               help="Model file to write (default: DATA's name + .model in the current directory).")
 @click.option("-s", "--type", "svm_type", default="c-svc", show_default=True, metavar="TYPE",
@@ -771,6 +821,7 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
             if data == "-":
                 raise click.UsageError("give -o/--output when the data come from standard input")
             model_path = _default_model_path(data)
+        _refuse_overwrite(model_path, [("training data file DATA", data)])
         directory = os.path.dirname(os.path.abspath(model_path))
         if not os.path.isdir(directory):
             raise click.BadParameter(f"directory {directory} does not exist", param_hint="-o/--output")
@@ -963,7 +1014,7 @@ def _labels_flag(value):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("data", type=DataPath(allow_dash=True))
 @click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False),
               help="Write the predictions here (default: standard output).")
 @click.option("--proba", is_flag=True, help="Also write class probabilities (LIBSVM's -b 1 layout).")
@@ -991,6 +1042,7 @@ def predict(ctx, model_path, data, out_path, proba, decision, has_labels, data_f
         directory = os.path.dirname(os.path.abspath(out_path))
         if not os.path.isdir(directory):
             raise click.BadParameter(f"directory {directory} does not exist", param_hint="-o/--output")
+        _refuse_overwrite(out_path, [("model file MODEL", model_path), ("data file DATA", data)])
     kwargs = _data_kwargs(data_format, delimiter, header, label_column)
     model, kind, ds = _load_model_and_data(model_path, data, kwargs, _labels_flag(has_labels))
     est = _final(model)
@@ -1052,7 +1104,7 @@ def _score_lines(est, pred, y):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("data", type=DataPath(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 @data_options
 @common_options
@@ -1199,6 +1251,8 @@ def info(model_path, as_json):
                + (unknown if no_margin else "   (min y f(x) / ||w|| over the training points)"))
     if nums["half_width"] is not None and not bool(np.all(np.isnan(nums["half_width"]))):
         click.echo(f"1/||w||          {_fmt_multi(nums['half_width'])}   (half-width of the band |f| < 1)")
+    elif meta is None:
+        click.echo(f"1/||w||          unknown{unknown}")
     click.echo(f"LOO bound        {_fmt(nums['loo_bound'])}")
     click.echo(f"Objective        {_fmt_multi(nums['objective'])}")
     info_d = d["info"] or {}
@@ -1320,6 +1374,29 @@ def quickstart(ctx, model_path, seed):
     say("  maxmargin train --help                      (kernels, C, gamma, formulations, solvers)")
 
 
+# --------------------------------------------------------------------------- datasets
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--paths", is_flag=True, help="Print only the file paths, one per line.")
+def datasets(paths):
+    """List the data sets bundled with maxmargin.
+
+    \b
+    Every command that reads data takes them by name:
+      maxmargin train heart_scale --cv 5              (a file of that name in the current directory wins)
+      maxmargin train builtin:heart_scale -o heart.mm (always the bundled one)
+    """
+    from .datasets import DATASETS, PREFIX, dataset_path
+
+    for name in sorted(DATASETS):
+        if paths:
+            click.echo(dataset_path(name))
+        else:
+            click.echo(f"{PREFIX}{name}  {DATASETS[name][1]}")
+            click.echo(f"  {dataset_path(name)}")
+
+
 # --------------------------------------------------------------------------- plot and playground
 
 
@@ -1354,10 +1431,10 @@ def _parse_opt_value(text):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=DataPath())
 @click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False), default=None,
               help="Image file to write; the suffix picks the format (default: MODEL's name + .png).")
-@click.option("--test", "test_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--test", "test_path", type=DataPath(), default=None,
               help="Test data, drawn as small points.")
 @click.option("--dpi", type=int, default=None, help="Resolution of raster images.")
 @click.option("-O", "--opt", "opts", multiple=True, metavar="KEY=VALUE",
@@ -1379,6 +1456,8 @@ def plot(ctx, model_path, data, out_path, test_path, dpi, opts):
         kwargs["dpi"] = dpi
     if out_path is None:
         out_path = os.path.splitext(os.path.basename(model_path))[0] + ".png"
+    _refuse_overwrite(out_path, [("model file MODEL", model_path), ("data file DATA", data),
+                                 ("test data file", test_path)])
     try:
         mod.plot_model_file(model_path, data, out_path, **kwargs)
     except ModuleNotFoundError as exc:

@@ -117,7 +117,11 @@ reported as not separable, by :class:`NotSeparableError`:
   amount per step when every pair has positive curvature, so this can take
   many steps (about proportional to :math:`B`); for positive-definite kernels
   (RBF) data is inseparable only through contradictory duplicates, whose zero
-  curvature sends :math:`\alpha` to the bound in one step.
+  curvature sends :math:`\alpha` to the bound in one step.  So, besides, every
+  progress report of the solver checks the convex-hull bound
+  :math:`\gamma \le \sqrt{\alpha^TQ\alpha}/\sum\alpha` of its iterate
+  (:func:`_hull_bound_below`), which on data that is not separable falls below
+  :math:`\gamma_{min}` after a small fraction of those steps.
 * ``'qp'``: an unbounded dual (Clarabel: dual infeasible), :math:`\sum\alpha > B`
   or a violated margin constraint raises.
 * ``'primal-qp'``: an infeasible primal (eq. 7) or :math:`\|w\| > 1/\gamma_{min}`
@@ -412,6 +416,22 @@ def _min_margin(X, kernel, min_margin):
     return MIN_MARGIN_FACTOR * np.sqrt(r2) if r2 > 0 else MIN_MARGIN_FACTOR
 
 
+def _hull_bound_below(info, gamma_min, r2):
+    r"""Whether an SMO iterate proves the hard margin below ``gamma_min``.
+
+    A feasible :math:`\alpha` (:math:`\alpha \ge 0`, :math:`y^T\alpha = 0`) divided by
+    :math:`s = \sum\alpha/2` gives a point of each class's convex hull in feature space, at
+    distance :math:`\sqrt{\alpha^TQ\alpha}/s`; the margin is half the smallest such distance, so
+    :math:`\gamma \le \sqrt{\alpha^TQ\alpha}/\sum\alpha`, with :math:`\alpha^TQ\alpha =
+    2(\text{objective} + \sum\alpha)`.  On data that is not separable this bound falls like
+    :math:`1/\sum\alpha`, long before the objective reaches :math:`-1/(2\gamma_{min}^2)`."""
+    total = info.get("alpha_sum")
+    if total is None or not total > 0:
+        return False
+    wsq = max(2.0 * (info["objective"] + total), 0.0) + 1e-12 * max(r2, 1e-300) * total * total  # rounding slack
+    return wsq < (gamma_min * total) ** 2
+
+
 def _not_separable(reason):
     return NotSeparableError(
         "formulation='hard' needs training data that is separable in the kernel's feature space; "
@@ -600,8 +620,10 @@ def _fit_dual(X, y, C, kernel, formulation, solver, passed, bias_rule, min_margi
         if formulation == "hard":
             user_cb = passed.get("callback")
 
+            r2 = _hard_scale(X, kernel)
+
             def guard(info):
-                if info.get("objective", 0.0) < -0.5 * bound:
+                if info.get("objective", 0.0) < -0.5 * bound or _hull_bound_below(info, gamma_min, r2):
                     stopped_unbounded[0] = True
                     return False
                 return None if user_cb is None else user_cb(info)
@@ -643,7 +665,7 @@ def _fit_dual(X, y, C, kernel, formulation, solver, passed, bias_rule, min_margi
     if formulation == "hard":
         funct = y * decision
         if stopped_unbounded[0]:
-            raise _not_separable(f"the dual objective fell below -1/(2 min_margin^2): margin < {gamma_min:.3g}")
+            raise _not_separable(f"the solver's multipliers prove margin < min_margin = {gamma_min:.3g}")
         if solver in SMO_LIKE and np.any(alpha >= bound * (1 - 1e-9)):
             raise _not_separable(f"a multiplier reached its bound 1/min_margin^2: margin < {gamma_min:.3g}")
         if alpha.sum() > bound:

@@ -74,6 +74,8 @@ def _support_in_input_space(model):
     (a Pipeline's preprocessing is undone with ``inverse_transform``); None if unknown."""
     final = _final(model)
     sv = getattr(final, "support_vectors_", None)
+    if sv is not None and hasattr(sv, "toarray"):  # a model trained on sparse (LIBSVM-format) data
+        sv = sv.toarray()
     if sv is None or final is model:
         return sv
     try:
@@ -87,7 +89,7 @@ def _n_support(model):
     sv = getattr(model, "support_", None)
     if sv is None:
         sv = getattr(model, "support_vectors_", None)
-    return None if sv is None else int(len(sv))
+    return None if sv is None else int(sv.shape[0])
 
 
 def _error(model, X, y):
@@ -272,22 +274,47 @@ class Projection:
 # --------------------------------------------------------------------------- drawing
 
 class BoundaryPlot:
-    """What :func:`decision_boundary` drew, for further styling and for tests.
+    """The picture of a fitted classifier, after scikit-learn's Display objects
+    (like :class:`sklearn.inspection.DecisionBoundaryDisplay`).
 
-    Attributes: ``ax``; ``regions`` (filled ContourSet); ``boundary`` (the
-    f = 0 ContourSet, or the class-region borders for more than two classes);
-    ``margins`` (the f = +-r ContourSet, r from :func:`margin_level`, or None); ``support`` (the
-    PathCollection marking the support vectors, or None); ``train`` and
-    ``test`` (lists of PathCollections, one per class); ``grid`` (``xx``,
-    ``yy``, values); ``projection`` (:class:`Projection`); ``stats``
-    (:func:`summarize`).
+    Make one with :meth:`from_estimator` (or :func:`decision_boundary`); :meth:`plot`
+    draws it again, on another Axes or with other options, so a figure can be
+    restyled and saved: ``BoundaryPlot.from_estimator(clf, X, y).figure_.savefig("f.png")``.
+
+    Attributes: ``ax_`` and ``figure_`` (the matplotlib Axes and Figure drawn on;
+    ``ax`` is ``ax_``); ``estimator``, ``X``, ``y``, ``X_test``, ``y_test`` and
+    ``options`` (the keyword arguments of :func:`decision_boundary`); and the artists of
+    the last drawing: ``regions`` (filled ContourSet); ``boundary`` (the f = 0
+    ContourSet, or the class-region borders for more than two classes); ``margins``
+    (the f = +-r ContourSet, r from :func:`margin_level`, or None); ``support`` (the
+    PathCollection marking the support vectors, or None); ``train`` and ``test``
+    (lists of PathCollections, one per class); ``grid`` (``xx``, ``yy``, values);
+    ``projection`` (:class:`Projection`); ``stats`` (:func:`summarize`).
     """
 
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
+    def __init__(self, estimator, X, y, X_test=None, y_test=None, **options):
+        self.estimator = estimator
+        self.X, self.y, self.X_test, self.y_test = X, y, X_test, y_test
+        self.options = options
+
+    @classmethod
+    def from_estimator(cls, estimator, X, y, X_test=None, y_test=None, *, ax=None, **options):
+        """Draw the fitted classifier ``estimator`` over ``X, y`` (and test points); the
+        keyword arguments are those of :func:`decision_boundary`.  Returns the display."""
+        return cls(estimator, X, y, X_test, y_test, **options).plot(ax=ax)
+
+    def plot(self, ax=None, **options):
+        """Draw on ``ax`` (a new figure when None); ``options`` override those given before.
+        Returns ``self``, with ``ax_``, ``figure_`` and the artists set."""
+        self.options = {**self.options, **options}
+        drawn = _draw(self.estimator, self.X, self.y, self.X_test, self.y_test, ax, **self.options)
+        self.__dict__.update(drawn)
+        self.ax_ = drawn["ax"]
+        self.figure_ = self.ax_.figure
+        return self
 
     def __repr__(self):  # pragma: no cover - cosmetic
-        return f"BoundaryPlot(stats={self.stats!r})"
+        return f"BoundaryPlot(stats={getattr(self, 'stats', None)!r})"
 
 
 def _plt():
@@ -356,12 +383,10 @@ def _class_borders(ax, model, Z, xx, yy, idx, k):
     return out
 
 
-def decision_boundary(model, X, y, X_test=None, y_test=None, ax=None, *,
-                      projection=None, resolution=200, padding=0.08,
-                      show_regions=True, show_margins=True, show_support=True,
-                      title=True, feature_names=None, train_size=46, test_size=14,
-                      cmap="RdBu_r", alpha=0.55, legend=False):
+def decision_boundary(model, X, y, X_test=None, y_test=None, ax=None, **options):
     """Draw a fitted classifier on 2-D data (or on a plane of higher-dimensional data).
+
+    The same as ``BoundaryPlot.from_estimator(model, X, y, X_test, y_test, ax=ax, **options)``.
 
     Parameters
     ----------
@@ -389,14 +414,23 @@ def decision_boundary(model, X, y, X_test=None, y_test=None, ax=None, *,
     -------
     BoundaryPlot
     """
+    return BoundaryPlot.from_estimator(model, X, y, X_test, y_test, ax=ax, **options)
+
+
+def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
+          projection=None, resolution=200, padding=0.08,
+          show_regions=True, show_margins=True, show_support=True,
+          title=True, feature_names=None, train_size=46, test_size=14,
+          cmap="RdBu_r", alpha=0.55, legend=False):
+    """The drawing of :func:`decision_boundary`: a dict of the Axes and the artists."""
     plt = None
     if ax is None:
         plt = _plt()
         _, ax = plt.subplots(figsize=(5.5, 5))
-    X = np.asarray(X, dtype=float)
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)  # sparse (LIBSVM) data too
     y = np.asarray(y)
     if X_test is not None:
-        X_test = np.asarray(X_test, dtype=float)
+        X_test = np.asarray(X_test.toarray() if hasattr(X_test, "toarray") else X_test, dtype=float)
         y_test = np.asarray(y_test)
     if str(getattr(_final(model), "kernel", "")) == "precomputed":
         raise ValueError("a model with kernel='precomputed' cannot be drawn: it needs the input points")
@@ -472,9 +506,8 @@ def decision_boundary(model, X, y, X_test=None, y_test=None, ax=None, *,
     ax.set_ylabel(proj.labels[1])
     if legend:
         ax.legend(loc="best", fontsize=7)
-    return BoundaryPlot(ax=ax, regions=regions, boundary=boundary, margins=margins,
-                        support=support, train=train_art, test=test_art,
-                        grid=(xx, yy, values), projection=proj, stats=stats)
+    return {"ax": ax, "regions": regions, "boundary": boundary, "margins": margins, "support": support,
+            "train": train_art, "test": test_art, "grid": (xx, yy, values), "projection": proj, "stats": stats}
 
 
 # --------------------------------------------------------------------------- comparison
@@ -615,19 +648,17 @@ def plot_model_file(model_path, data_path, out_path, *, test_path=None, dpi=120,
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    try:
-        from . import load_model
-    except ImportError:  # not re-exported yet
-        from .io.model import load_model
+    from .io import load_any_model
     from .io.data import load_data
 
-    model = load_model(model_path)
-    X, y = _xy_from(load_data(data_path))
+    model, _ = load_any_model(model_path)
+    n_features = getattr(model, "n_features_in_", None)  # sparse data files may omit trailing features
+    X, y = _xy_from(load_data(data_path, n_features=n_features))
     if sp.issparse(X):
         X = X.toarray()
     Xt = yt = None
     if test_path is not None:
-        Xt, yt = _xy_from(load_data(test_path))
+        Xt, yt = _xy_from(load_data(test_path, n_features=n_features))
         if sp.issparse(Xt):
             Xt = Xt.toarray()
     fig = Figure(figsize=figsize)

@@ -41,7 +41,7 @@ from .formulations import AUTO_BATCHED_MIN_N
 from .kernels import BLOCK_ROWS, densify_if_cheap
 from .problem import nu_svr_problem, svr_problem
 from .solvers import smo
-from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, warn_not_converged
+from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, check_finite_solution, warn_not_converged
 
 
 #: solvers of the estimators with one decision function
@@ -87,6 +87,7 @@ class BaseSingleSVM(BaseKernelSVM):
 
     def _set_single(self, X, rows, coef, rho, sol):
         """Fitted attributes from the coefficients ``coef`` of the rows ``rows`` (ascending)."""
+        check_finite_solution(coef, rho)
         nz = coef != 0
         support = rows[nz]
         self.support_ = support.astype(np.int32)

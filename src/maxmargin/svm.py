@@ -75,12 +75,59 @@ def ovr_from_ovo(dec, n_classes):
     for a in range(n_classes):
         for b in range(a + 1, n_classes):
             d = dec[:, k]
-            votes[:, a] += d > 0
-            votes[:, b] += d <= 0
+            votes[:, a] += d >= 0  # scikit-learn's rule: a zero decision value votes for the first class
+            votes[:, b] += d < 0
             conf[:, a] += d
             conf[:, b] -= d
             k += 1
     return votes + conf / (3 * (np.abs(conf) + 1))
+
+
+_SCALE_ADVICE = "scale the features (StandardScaler, or --scale on the command line)"
+
+
+def check_finite_kernel(kern, X):
+    """ValueError when the kernel is not finite on the training data ``X``: the diagonal
+    (every row) and a block over the rows of largest norm (where products overflow)."""
+    n = X.shape[0]
+    if kern.name == "precomputed" or n == 0:
+        return  # validate_data has refused a Gram matrix with non-finite entries
+    with np.errstate(all="ignore"):
+        return _check_finite_kernel(kern, X, n)
+
+
+def _check_finite_kernel(kern, X, n):
+    from .kernels import row_norms_sq
+
+    if kern.name != "callable":
+        d = np.asarray(kern.diag(X), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(d))
+        if bad.size:
+            raise ValueError(
+                f"non-finite kernel values: K(x, x) = {d[bad[0]]} for training row {int(bad[0])} "
+                f"({kern.name} kernel); the data holds values too large for it: {_SCALE_ADVICE}"
+            )
+    sq = np.asarray(row_norms_sq(X), dtype=np.float64)
+    top = np.argpartition(sq, n - 24)[-24:] if n > 24 else np.arange(n)  # the rows of largest norm
+    idx = np.unique(np.concatenate([np.arange(min(n, 8)), top]))
+    K = np.asarray(kern(X[idx], X[idx]), dtype=np.float64)
+    bad = np.argwhere(~np.isfinite(K))
+    if bad.size:
+        i, j = (int(idx[k]) for k in bad[0])
+        raise ValueError(
+            f"non-finite kernel values: K(x_{i}, x_{j}) = {K[tuple(bad[0])]} (training rows {i} and {j}, "
+            f"{kern.name} kernel); the kernel or the data gives NaN or inf: {_SCALE_ADVICE}"
+            + (", or make the kernel function return finite values" if kern.name == "callable" else "")
+        )
+
+
+def check_finite_solution(coef, rho):
+    """ValueError (as scikit-learn raises) when a solver returned non-finite dual coefficients or offset."""
+    if (coef is not None and not np.all(np.isfinite(coef))) or not np.all(np.isfinite(rho)):
+        raise ValueError(
+            "the dual coefficients or the intercept are not finite (NaN or inf): the kernel values "
+            f"overflow on this data, which may hold very large values: {_SCALE_ADVICE}"
+        )
 
 
 def warn_not_converged(tol, fits, stacklevel=3):
@@ -95,6 +142,52 @@ def warn_not_converged(tol, fits, stacklevel=3):
                 stacklevel=stacklevel + 1,
             )
             return
+
+
+def _check_width(X):
+    """ValueError for more features than maxmargin.io.data.MAX_FEATURES (dense vectors that long)."""
+    from .io.data import MAX_FEATURES, too_many_features_message
+
+    if X.shape[1] > MAX_FEATURES:
+        raise ValueError(too_many_features_message(X.shape[1], "the number of features"))
+
+
+def _check_class_labels(y):
+    """scikit-learn's check of classification targets, with a message that says what to do."""
+    try:
+        check_classification_targets(y)
+    except ValueError:
+        y = np.asarray(y)
+        if y.dtype.kind == "f":
+            bad = np.flatnonzero(y != np.round(y))
+            if bad.size:
+                raise ValueError(
+                    f"classification needs class labels, but the labels are continuous numbers (label {float(y[bad[0]]):g} "
+                    f"of row {int(bad[0])} is not an integer): give integer or string labels, or fit a regression "
+                    "(SVR or NuSVR; --type epsilon-svr or nu-svr on the command line)"
+                ) from None
+        raise
+
+
+def _nu_no_margin_message(problem, r, nu):
+    """Why a nu-SVC problem has no margin (r <= 0, w = 0), and what can help."""
+    y = problem.y
+    text = (f"nu-SVC found no margin (r = {r:.3g}) for nu={nu!r}: the two classes' reduced convex hulls in "
+            "feature space overlap, so w = 0 and the decision function would be constant")
+    n = y.shape[0]
+    if n <= 4000 and problem.kernel.code != 4:
+        w = np.asarray(problem.upper, dtype=np.float64)  # the sample (times class) weights
+        c = np.where(y > 0, w / max(w[y > 0].sum(), 1e-300), -w / max(w[y < 0].sum(), 1e-300))
+        X = problem.X[problem.index] if getattr(problem, "index", None) is not None else problem.X
+        with np.errstate(all="ignore"):
+            dist2 = float(c @ problem.kernel.mmv(X, X, c))
+        scale = float(np.max(np.abs(problem.kernel.diag(X)), initial=0.0))
+        if not dist2 > 1e-12 * max(scale, 1e-300):
+            return (text + ". The two classes have the same mean in feature space (for example constant features "
+                    "or identical points with different labels), so no nu gives a margin: use C-SVC "
+                    "(SVC; --type c-svc), another kernel, or features that tell the classes apart")
+    return (text + ". A larger nu (up to the feasibility limit 2 min(n_a, n_b) / (n_a + n_b)) shrinks the hulls "
+            "towards the class means; C-SVC (SVC; --type c-svc) fits such data with any C")
 
 
 class BaseKernelSVM(BaseEstimator):
@@ -134,6 +227,7 @@ class BaseKernelSVM(BaseEstimator):
                                  y_numeric=y_numeric)
         if sp.issparse(X):
             X.sort_indices()
+        _check_width(X)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(
                 f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}"
@@ -152,6 +246,7 @@ class BaseKernelSVM(BaseEstimator):
         kern = make_kernel(self.kernel, self.gamma, self.degree, self.coef0, X=X, sigma=self.sigma)
         self._gamma = float(kern.params[0]) if kern.code in (1, 2, 3) else 0.0
         self._sparse = sp.issparse(X)
+        check_finite_kernel(kern, X)
         return kern
 
     def _solver_options(self, subproblem=0, n_subproblems=1, with_callback=True):
@@ -270,7 +365,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self._check_params()
         t_start = time.perf_counter()
         X, y = self._validate_train(X, y)
-        check_classification_targets(y)
+        _check_class_labels(y)
         n = X.shape[0]
         precomputed = self.kernel == "precomputed"
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -440,6 +535,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         return out
 
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+        for fit in fits:
+            check_finite_solution(fit.alpha if fit.alpha is not None else fit.w, fit.rho)
         n_classes = self.classes_.shape[0]
         n_pairs = len(pairs)
         # every dual solution as one flat array (pair by pair), so that no step below
@@ -693,7 +790,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     def _predict_from_ovo(self, dec):
         n_classes = self.classes_.shape[0]
         if n_classes == 2:
-            return self.classes_[(dec[:, 0] > 0).astype(int)]
+            # LIBSVM (and scikit-learn): its value -dec > 0 picks classes_[0], so dec = 0 picks classes_[1]
+            return self.classes_[(dec[:, 0] >= 0).astype(int)]
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(ovr_from_ovo(dec, n_classes), axis=1)]
         votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
@@ -1026,13 +1124,10 @@ class NuSVC(BaseSVMClassifier):
             sol = smo.solve(problem, **options)
         r = float(sol.extra["r"])
         if not r > 0:
-            raise ValueError(
-                f"nu-SVC found no margin (r = {r:.3g}) for nu={self.nu!r}: the classes overlap completely "
-                "for this nu; use a smaller nu"
-            )
+            raise ValueError(_nu_no_margin_message(problem, r, self.nu))
         alpha = sol.alpha / r
         rho = sol.rho / r
-        obj = sol.objective / (r * r)
+        obj = sol.objective / r / r  # r * r may underflow for tiny kernel values
         fit = formulations.BinaryFit(
             alpha=alpha, rho=float(rho), objective=float(obj), n_iter=int(sol.n_iter),
             violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,

@@ -31,7 +31,10 @@ def atomic_write(path, write, mode="wb"):
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path}: is a directory")
     file_mode = _default_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise _about_target(exc, path) from None
     try:
         kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
         with os.fdopen(fd, mode, **kwargs) as fh:
@@ -40,9 +43,18 @@ def atomic_write(path, write, mode="wb"):
             os.fsync(fh.fileno())
         os.chmod(tmp, file_mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename is not None and tmp in (exc.filename, exc.filename2):
+            raise _about_target(exc, path) from None
         raise
+
+
+def _about_target(exc, path):
+    """The same OSError, naming the file the user asked for instead of the temporary file."""
+    if exc.errno is None:  # pragma: no cover - OSErrors from the system carry an errno
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), path)

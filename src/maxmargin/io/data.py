@@ -43,10 +43,14 @@ import scipy.sparse as sp
 
 from .errors import DataFormatError
 
-__all__ = ["Dataset", "load_data", "read_data", "detect_format", "read_bytes", "FORMATS"]
+__all__ = ["Dataset", "load_data", "read_data", "detect_format", "read_bytes", "FORMATS", "MAX_FEATURES"]
 
 #: accepted values of ``format``
 FORMATS = ("auto", "csv", "libsvm", "svmlight")
+#: the largest number of features (largest LIBSVM feature index) maxmargin accepts: the solvers and
+#: the linear models keep dense vectors of n_features numbers (256 MB each at this limit), so a
+#: stray huge index would otherwise allocate gigabytes
+MAX_FEATURES = 2**25
 
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -343,6 +347,8 @@ def _diagnose_libsvm(text, name, zero_based=False):
             if i < lo:
                 hint = " (LIBSVM indices start at 1)" if not zero_based and i == 0 else ""
                 raise DataFormatError(f"feature index {i} is invalid{hint}", name, lineno)
+            if i - lo >= MAX_FEATURES:
+                raise DataFormatError(too_many_features_message(i), name, lineno)
             fv = _number(val)
             if fv is None:
                 raise DataFormatError(f"value {val!r} of feature {i} is not a number", name, lineno)
@@ -355,6 +361,26 @@ def _diagnose_libsvm(text, name, zero_based=False):
             last = i
 
 
+def too_many_features_message(index, where="feature index"):
+    """The reason given for a feature index beyond :data:`MAX_FEATURES` (1-based ``index``)."""
+    return (f"{where} {index:,} is beyond maxmargin's limit of {MAX_FEATURES:,} features "
+            f"(maxmargin.io.data.MAX_FEATURES; the solvers keep dense vectors of one number per feature)")
+
+
+def _refuse_wide(X, text, name, zero_based):
+    """DataFormatError naming the first line with a feature index beyond MAX_FEATURES."""
+    big = np.flatnonzero(X.indices >= MAX_FEATURES)
+    pos = int(big[0]) if big.size else int(np.argmax(X.indices))
+    row = int(np.searchsorted(X.indptr, pos, side="right")) - 1
+    line = None
+    for r, (lineno, _) in enumerate(_data_lines(text)):
+        if r == row:
+            line = lineno
+            break
+    index = int(X.indices[pos]) + (0 if zero_based else 1) if X.nnz else X.shape[1]
+    raise DataFormatError(too_many_features_message(index), name, line)
+
+
 def _read_libsvm(data, text, name, n_features=None, zero_based=False):
     from sklearn.datasets import load_svmlight_file
 
@@ -362,12 +388,14 @@ def _read_libsvm(data, text, name, n_features=None, zero_based=False):
         raise DataFormatError("no data: the file is empty" if not text.strip() else "no data lines (only comments)", name)
     try:
         X, y = load_svmlight_file(io.BytesIO(data), zero_based=zero_based, dtype=np.float64)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # OverflowError: an index beyond 32 bits
         _diagnose_libsvm(text, name, zero_based)
         raise DataFormatError(f"not a valid LIBSVM file ({exc})", name) from None
     if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
         _diagnose_libsvm(text, name, zero_based)
     X = X.tocsr()
+    if X.shape[1] > MAX_FEATURES:
+        _refuse_wide(X, text, name, zero_based)
     if X.nnz < 2**31 - 1 and X.shape[1] < 2**31 - 1:  # 32-bit indices: what the estimators accept
         X = sp.csr_matrix(
             (X.data, X.indices.astype(np.int32, copy=False), X.indptr.astype(np.int32, copy=False)), shape=X.shape

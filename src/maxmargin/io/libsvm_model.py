@@ -48,6 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._atomic import atomic_write
+from .data import MAX_FEATURES, too_many_features_message
 from .errors import ModelFormatError
 
 __all__ = ["load_libsvm_model", "save_libsvm_model", "read_libsvm_model", "is_libsvm_model", "widen_features"]
@@ -209,6 +210,8 @@ def read_libsvm_model(path):
                 raise ModelFormatError(f"feature {tok!r} is not of the form index:value", p, no) from None
             if not sep or i <= last:
                 raise ModelFormatError(f"feature {tok!r}: indices must be positive and increasing", p, no)
+            if i > MAX_FEATURES:
+                raise ModelFormatError(too_many_features_message(i), p, no)
             last = i
             if v != 0.0:
                 indices.append(i - 1)
@@ -423,6 +426,12 @@ def save_libsvm_model(estimator, path):
     if getattr(estimator, "_linear_w", None) is not None and estimator.support_.shape[0] == 0:
         raise ValueError("this model has no support vectors (fitted by a primal solver); "
                          "LIBSVM model files describe a model by its support vectors")
+    if getattr(estimator, "feature_names_in_", None) is not None:
+        import warnings
+
+        warnings.warn("a LIBSVM model file cannot store the feature names the model was fitted with: the "
+                      "loaded model will not check the columns of a DataFrame (save_model keeps them)",
+                      UserWarning, stacklevel=2)
     SV = estimator.support_vectors_
     SV = sp.csr_matrix(SV) if not sp.issparse(SV) else SV.tocsr()
     SV.sort_indices()

@@ -25,7 +25,9 @@ and read with ``allow_pickle=False``).  It holds
         }
 
     ``params`` is ``get_params()``; ``attributes`` are the fitted attributes the
-    class lists in ``_state_attributes`` (plus ``n_features_in_``).
+    class lists in ``_state_attributes`` (plus ``n_features_in_`` and, for a model
+    fitted on a DataFrame, ``feature_names_in_``, so that predict still checks the
+    column names).
     ``preprocessing`` lists transformers applied before the estimator (the
     command line's ``--scale``); loading then returns a scikit-learn
     :class:`~sklearn.pipeline.Pipeline`.  ``info`` is free-form (training file,
@@ -36,7 +38,9 @@ and read with ``allow_pickle=False``).  It holds
     ``<name>.indices``, ``<name>.indptr`` plus its shape in the metadata.
 
 Values in ``params``, ``attributes`` and ``info`` are JSON, with tags for what
-JSON lacks: ``{"$array": key}`` (an array entry), ``{"$csr": {...}}``,
+JSON lacks: ``{"$array": key}`` (an array entry), ``{"$strings": key}`` (an array of
+strings stored as a NumPy unicode array, read back with dtype object, as scikit-learn's
+``feature_names_in_``), ``{"$csr": {...}}``,
 ``{"$float": "nan" | "inf" | "-inf"}``, ``{"$tuple": [...]}`` and
 ``{"$dict": [[key, value], ...]}`` (dicts keep non-string keys, for example
 ``class_weight={1: 5.0}``).
@@ -79,8 +83,9 @@ META_KEY = "__maxmargin__"
 ZIP_MAGIC = b"PK\x03\x04"
 SEAL_PREFIX = b"maxmargin-sha256:"
 
-#: extra fitted attributes stored when present, besides ``_state_attributes``
-_EXTRA_ATTRIBUTES = ("n_features_in_",)
+#: extra fitted attributes stored when present, besides ``_state_attributes`` (scikit-learn's
+#: ``feature_names_in_``, set by fitting on a DataFrame, makes predict check the column names)
+_EXTRA_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
 
 # --------------------------------------------------------------------------- registries
@@ -142,6 +147,9 @@ class _Encoder:
             for part in ("data", "indices", "indptr"):
                 self._add(f"{key}.{part}", getattr(m, part), what)
             return {"$csr": {"key": key, "shape": [int(s) for s in m.shape]}}
+        if isinstance(value, np.ndarray) and value.dtype.hasobject and all(isinstance(v, str) for v in value.flat):
+            self._add(key, np.asarray(value.tolist(), dtype=np.str_).reshape(value.shape), what)
+            return {"$strings": key}  # e.g. feature_names_in_: read back as an object array of str
         if isinstance(value, np.ndarray):
             self._add(key, value, what)
             return {"$array": key}
@@ -171,6 +179,11 @@ def _decode(value, arrays, where):
         try:
             if tag == "$array":
                 return arrays[body]
+            if tag == "$strings":
+                strings = arrays[body]
+                if strings.dtype.kind != "U":
+                    raise ValueError(f"{strings.dtype} is not a string dtype")
+                return strings.astype(object)
             if tag == "$csr":
                 k = body["key"]
                 return sp.csr_matrix(

@@ -636,7 +636,7 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
                       f"{now - t0:.1f}s")
             if callback is not None:
                 info = {"iteration": n_iter, "objective": float(0.5 * alpha @ (G + p)), "violation": float(viol),
-                        "tol": float(tol), "elapsed": now - t0}
+                        "tol": float(tol), "elapsed": now - t0, "alpha_sum": float(alpha.sum())}
                 if callback_info:
                     info.update(callback_info)
                 if callback(info) is False:

@@ -805,6 +805,7 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
                 "violation": float(st.fstate[0]),
                 "tol": float(tol),
                 "elapsed": elapsed,
+                "alpha_sum": float(st.alpha.sum()),
             }
             if callback_info:
                 info.update(callback_info)
