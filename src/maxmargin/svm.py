@@ -536,7 +536,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
         for fit in fits:
-            check_finite_solution(fit.alpha if fit.alpha is not None else fit.w, fit.rho)
+            if fit.alpha is None:
+                check_finite_solution(fit.w, fit.rho)
         n_classes = self.classes_.shape[0]
         n_pairs = len(pairs)
         # every dual solution as one flat array (pair by pair), so that no step below
@@ -550,6 +551,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         else:
             rows_all = pair_all = np.zeros(0, dtype=np.int64)
             alpha_all = coef_all = np.zeros(0)
+        check_finite_solution(alpha_all, np.array([fit.rho for fit in fits]))
         is_sv = np.zeros(n, dtype=bool)
         is_sv[rows_all[alpha_all > 0]] = True
         # support vectors ordered by class, then by index (LIBSVM / scikit-learn)
