@@ -80,3 +80,62 @@ def test_multiclass_train_error_is_the_models_own_error(four_classes, kw):
     m = SVC(C=0.5, **kw).fit(X, y, sample_weight=w)
     assert m.train_error_ == pytest.approx(np.mean(m.predict(X) != y), abs=1e-12)
     assert m.train_error_ > 0  # overlapping blobs: the shortcut does not just return 0
+
+
+def _interrupt_after(seconds):
+    """Ctrl-C (SIGINT to this process) after ``seconds``, as a user pressing it mid-fit."""
+    import signal
+    import threading
+
+    t = threading.Timer(seconds, lambda: signal.raise_signal(signal.SIGINT))
+    t.start()
+    return t
+
+
+def _slow_classes(n=9000, k=6):
+    X, y = make_blobs(n, centers=k, n_features=8, cluster_std=7.0, random_state=2)
+    return X, y
+
+
+def test_ctrl_c_stops_threaded_pairs_between_chunks(monkeypatch):
+    X, y = _slow_classes()
+    calls = _spy(monkeypatch)
+    done = []
+    original = SVC._fit_pair
+
+    def counting(self, *args, **kw):
+        fit = original(self, *args, **kw)
+        done.append(fit.status)
+        return fit
+
+    monkeypatch.setattr(SVC, "_fit_pair", counting)
+    if BaseSVMClassifier._pair_workers.__get__(SVC())([(np.arange(3), None)] * 2, None) < 2:
+        pytest.skip("one core: pairs are never threaded")
+    timer = _interrupt_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        SVC(C=100.0, tol=1e-6).fit(X, y)
+    timer.cancel()
+    assert calls, "the threaded path was not taken"
+    # without the stop, every one of the 15 pairs would have run to the end
+    assert len([s for s in done if s == "converged"]) < 15
+    assert "callback" in done  # the running pairs were stopped, not waited for
+
+
+def test_ctrl_c_stops_the_compiled_pairs_between_batches(monkeypatch):
+    from maxmargin.solvers import ovo
+
+    X, y = _slow_classes(n=12000, k=12)
+    batches = []
+    original = ovo._solve_pairs
+
+    def counting(p0, p1, *args):
+        original(p0, p1, *args)
+        batches.append(p1 - p0)
+
+    monkeypatch.setattr(ovo, "_solve_pairs", counting)
+    monkeypatch.setattr(ovo, "BATCH_ENTRIES", 1)  # one pair a batch
+    timer = _interrupt_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        SVC(C=100.0, tol=1e-6).fit(X, y)
+    timer.cancel()
+    assert 0 < sum(batches) < 66  # stopped between batches: not every one of the 66 pairs ran

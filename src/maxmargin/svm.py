@@ -484,13 +484,18 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """The one-vs-one fits: pairs of at least ``AUTO_BATCHED_MIN_N`` points one
         after the other (their solver runs on every core), then the small ones on
         ``workers`` threads with ``cache_size / workers`` each; returned in pair order."""
-        from concurrent.futures import ThreadPoolExecutor
+        import threading
+        from concurrent.futures import ThreadPoolExecutor, as_completed
 
         n_pairs = len(members)
+        stop = threading.Event()  # set on Ctrl-C: the running pairs stop at their next chunk
+
+        def halt(info):
+            return False if stop.is_set() else None
 
         def one(p_no, cache):
             rows, ysub = members[p_no]
-            options = dict(self._solver_options(p_no, n_pairs), cache_size=cache)
+            options = dict(self._solver_options(p_no, n_pairs), cache_size=cache, callback=halt)
             return self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options, None)
 
         big = [p for p in range(n_pairs) if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
@@ -499,8 +504,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         for p_no in big:
             fits[p_no] = one(p_no, float(self.cache_size))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for p_no, fit in zip(small, pool.map(lambda p: one(p, float(self.cache_size) / workers), small)):
-                fits[p_no] = fit
+            futures = {pool.submit(one, p, float(self.cache_size) / workers): p for p in small}
+            try:
+                for f in as_completed(futures):
+                    fits[futures[f]] = f.result()
+            except BaseException:  # Ctrl-C (or a failing pair): no new pair starts, the running ones stop
+                stop.set()
+                for f in futures:
+                    f.cancel()
+                raise
         return fits
 
     def _previous_alphas(self, n, classes, pairs, members):
