@@ -172,12 +172,14 @@ def solve(
     m = cptr.shape[0] - 1
     w = np.zeros(m) if w0 is None else np.array(w0, dtype=np.float64)
     b = np.ones(y.shape[0])
-    if w.any():
-        Xc = sp.csc_matrix((cdata, cind, cptr), shape=(y.shape[0], m))
-        b = 1.0 - y * (Xc @ w)
     index = np.arange(m, dtype=np.int64)
     istate = np.array([m, 0], dtype=np.int64)
     fstate = np.array([INF, -1.0, INF])
+    if w0 is not None:
+        Xc = sp.csc_matrix((cdata, cind, cptr), shape=(y.shape[0], m))
+        b = 1.0 - y * (Xc @ w)
+        # relative stopping rule: the violations at w = 0, as a cold start measures them
+        fstate[1] = float(np.maximum(np.abs(2.0 * (Xc.T @ (C * y))) - 1.0, 0.0).sum())
     rng = rng_state(seed)
 
     def step(k):

@@ -411,6 +411,8 @@ def solve_svr(
     index = np.arange(n, dtype=np.int64)
     istate = np.array([n, 0], dtype=np.int64)
     fstate = np.array([INF, -1.0, INF])
+    if beta0 is not None:  # relative stopping rule: measured from beta = 0, as a cold start would
+        fstate[1] = float(np.maximum(np.abs(y) - epsilon, 0.0).sum())
     rng = rng_state(seed)
     args = ld.args()
 

@@ -192,7 +192,8 @@ def _tron_iters(
         gn = _norm(g)
         fstate[0] = f
         fstate[1] = gn
-        fstate[2] = gn
+        if fstate[2] <= 0.0:  # no reference preset (a warm start presets the gradient norm at w = 0)
+            fstate[2] = gn
         fstate[3] = gn
         istate[1] = 1
         if gn <= tol * fstate[2] or gn == 0.0:
@@ -281,6 +282,12 @@ def solve(
     istate = np.zeros(3, dtype=np.int64)
     fstate = np.zeros(4)
     args = ld.args()
+    if w0 is not None:
+        # the stopping rule is relative to the first gradient: a warm start measures it at w = 0, as a cold
+        # start would, so that a good start does not make the rule stricter
+        zero = np.zeros(m)
+        _fun_grad(zero, *args, y, C, code, float(epsilon), z, coef, g)
+        fstate[2] = _norm(g)
 
     def step(k):
         rc = _tron_iters(*args, y, C, code, float(epsilon), w, g, z, coef, work, istate, fstate, eff_tol, int(k))
