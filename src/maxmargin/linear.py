@@ -342,6 +342,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             targets = [1] if k == 2 else list(range(k))
             ld = linear_data(X, bias) if solver != 5 else None
             cols = cd_l1.to_columns(X, bias) if solver == 5 else None
+            threads = self._threads(len(targets))
 
             def job(p_no, m):
                 pos = y_idx == m
@@ -359,13 +360,13 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         ld, yb, Ci, squared=solver == 1, shrinking=self.shrinking, seed=s, alpha0=prev_dual, **opts
                     )
                 if solver == 2:
-                    return tron.solve(ld, yb, Ci, kind="squared_hinge", w0=prev_w, **opts)
+                    return tron.solve(ld, yb, Ci, kind="squared_hinge", w0=prev_w, parallel=threads == 1, **opts)
                 return cd_l1.solve(
                     None, bias, yb, Ci, shrinking=self.shrinking, seed=s, w0=prev_w, columns=cols, **opts
                 )
 
             jobs = [(lambda p=p, m=m: job(p, m)) for p, m in enumerate(targets)]
-            fits = self._run_problems(jobs, self._threads(len(jobs)))
+            fits = self._run_problems(jobs, threads)
             if len(fits) < len(targets):  # a callback stopped the fit: the remaining problems keep zero weights
                 for p in range(len(fits), len(targets)):
                     w0 = np.zeros(nf + (1 if bias > 0 else 0))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._linear_common import drive, rand_below, rng_state, row_dot, row_sqnorms
+from ._linear_common import drive, prefetch_row, rand_below, rng_state, row_dot, row_sqnorms
 
 INF = np.inf
 
@@ -49,6 +49,8 @@ def _epochs(Xd, data, indices, indptr, dense, nf, bias, y, C, A, alpha, W, index
         viol_max = 0.0
         for s in range(n):
             i = index[s]
+            if s + 2 < n:
+                prefetch_row(index[s + 2], Xd, data, indices, indptr, dense, nf)
             Ai = A[i]
             if Ai <= 0.0:
                 continue

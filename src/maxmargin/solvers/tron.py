@@ -16,235 +16,263 @@ active pieces (:math:`r_i = y_i w\cdot x_i - 1` when :math:`y_i w\cdot x_i < 1`,
 active rows, :math:`v + 2 X_I^T (C_I \circ X_I v)`, and the Hessian is never formed.
 
 Trust region (Lin and Moré 1999; Lin, Weng and Keerthi 2008): each iteration solves
-:math:`\min_s g\cdot s + \tfrac12 s^T H s` subject to :math:`\|s\| \le \Delta` approximately by conjugate
-gradients (Steihaug: stop at the boundary or when the residual is below 0.1 ||g||), accepts the step when the
-actual reduction is more than :math:`\eta_0 = 10^{-4}` times the predicted one, and resizes :math:`\Delta` by
-the ratio (thresholds 0.25 / 0.75, factors 0.25 / 0.5 / 4).  Stopping: :math:`\|\nabla f(w)\| \le`
+:math:`\min_s g\cdot s + \tfrac12 s^T H s` subject to :math:`\|s\|_M \le \Delta` approximately by
+preconditioned conjugate gradients (Steihaug: stop at the boundary or when the preconditioned residual is below
+0.1 times its first value), accepts the step when the actual reduction is more than :math:`\eta_0 = 10^{-4}`
+times the predicted one, and resizes :math:`\Delta` by the ratio (thresholds 0.25 / 0.75, factors
+0.25 / 0.5 / 4).  The preconditioner is diagonal, :math:`M = 0.99 I + 0.01\,\mathrm{diag}(H)` (Hsia, Chiang and
+Lin 2018), refreshed at every accepted step; :math:`\|s\|_M^2 = s^T M s`.
+
+The passes over the data (function value, gradient and diagonal in one pass; a Hessian-vector product in one
+pass) split the rows into chunks run on Numba threads, each accumulating :math:`X^T(\cdot)` into its own
+buffer; a serial copy serves fits that already run on threads (one-vs-rest).  The outer loop is Python: the work
+per step is one or two passes over the data.  Stopping: :math:`\|\nabla f(w)\| \le`
 ``tol`` :math:`\cdot \|\nabla f(w_0)\|` (classification scales ``tol`` by ``max(min(#pos, #neg), 1)/n``, as
 LIBLINEAR does).
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-from numba import njit
+from numba import prange
 
-from ._linear_common import drive, row_axpy, row_dot
+from .._jit import parallel_and_serial
+from ._linear_common import drive, row_dot
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
+EPS_CG = 0.1
+ALPHA_PCG = 0.01
 
 
-@njit(cache=True, nogil=True)
-def _fun_grad(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, coef, g):
-    """f(w); sets ``coef`` (2 C_i r_i s_i on active rows, else 0), ``z`` (active weights 2 C_i or 0) and ``g``."""
+def _fun_grad_diag(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, acc, n_chunks):
+    """f(w).  Sets ``z_i`` (2 C_i on the active rows, else 0) and ``acc[t] = [X^T(coef) | X^T(z x^2)]`` per chunk
+    ``t`` (coef_i = 2 C_i r_i s_i); the caller adds the chunks and ``w`` / 1."""
     n = y.shape[0]
-    f = 0.0
-    for j in range(w.shape[0]):
-        f += w[j] * w[j]
-    f *= 0.5
-    for i in range(n):
-        o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
-        r = 0.0
-        s = 1.0
-        if kind == 0:
-            m = y[i] * o
-            if m < 1.0:
-                r = m - 1.0
-                s = y[i]
-        else:
-            d = o - y[i]
-            if d > eps:
-                r = d - eps
-            elif d < -eps:
-                r = d + eps
-        if r != 0.0:
-            f += C[i] * r * r
-            coef[i] = 2.0 * C[i] * r * s
-            z[i] = 2.0 * C[i]
-        else:
-            coef[i] = 0.0
-            z[i] = 0.0
-    g[:] = w
-    for i in range(n):
-        c = coef[i]
-        if c != 0.0:
-            row_axpy(i, c, g, Xd, data, indices, indptr, dense, nf, bias)
-    return f
-
-
-@njit(cache=True, nogil=True)
-def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps):
-    n = y.shape[0]
-    f = 0.0
-    for j in range(w.shape[0]):
-        f += w[j] * w[j]
-    f *= 0.5
-    for i in range(n):
-        o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
-        r = 0.0
-        if kind == 0:
-            m = y[i] * o
-            if m < 1.0:
-                r = m - 1.0
-        else:
-            d = o - y[i]
-            if d > eps:
-                r = d - eps
-            elif d < -eps:
-                r = d + eps
-        f += C[i] * r * r
-    return f
-
-
-@njit(cache=True, nogil=True)
-def _hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, z):
-    """out = v + sum_{z_i > 0} z_i x_i (x_i . v)."""
-    out[:] = v
-    for i in range(z.shape[0]):
-        zi = z[i]
-        if zi != 0.0:
-            t = zi * row_dot(i, v, Xd, data, indices, indptr, dense, nf, bias)
-            row_axpy(i, t, out, Xd, data, indices, indptr, dense, nf, bias)
-
-
-@njit(cache=True, nogil=True)
-def _norm(v):
-    s = 0.0
-    for j in range(v.shape[0]):
-        s += v[j] * v[j]
-    return np.sqrt(s)
-
-
-@njit(cache=True, nogil=True)
-def _trcg(delta, g, s, r, d, Hd, Xd, data, indices, indptr, dense, nf, bias, z):
-    """Steihaug CG for min g.s + 1/2 s'Hs, ||s|| <= delta.  Leaves r = -g - H s.  Returns CG iterations."""
-    m = g.shape[0]
-    for j in range(m):
-        s[j] = 0.0
-        r[j] = -g[j]
-        d[j] = r[j]
-    cg_tol = 0.1 * _norm(g)
-    rTr = 0.0
-    for j in range(m):
-        rTr += r[j] * r[j]
-    it = 0
-    while True:
-        if np.sqrt(rTr) <= cg_tol:
-            break
-        it += 1
-        _hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, z)
-        dHd = 0.0
-        for j in range(m):
-            dHd += d[j] * Hd[j]
-        alpha = rTr / dHd
-        over = 0.0
-        for j in range(m):
-            t = s[j] + alpha * d[j]
-            over += t * t
-        if np.sqrt(over) > delta:
-            # back to s and go to the trust-region boundary along d
-            std = 0.0
-            sts = 0.0
-            dtd = 0.0
-            for j in range(m):
-                std += s[j] * d[j]
-                sts += s[j] * s[j]
-                dtd += d[j] * d[j]
-            dsq = delta * delta
-            rad = np.sqrt(std * std + dtd * (dsq - sts))
-            if std >= 0.0:
-                alpha = (dsq - sts) / (std + rad)
-            else:
-                alpha = (rad - std) / dtd
-            for j in range(m):
-                s[j] += alpha * d[j]
-                r[j] -= alpha * Hd[j]
-            break
-        for j in range(m):
-            s[j] += alpha * d[j]
-            r[j] -= alpha * Hd[j]
-        rnew = 0.0
-        for j in range(m):
-            rnew += r[j] * r[j]
-        beta = rnew / rTr
-        for j in range(m):
-            d[j] = r[j] + beta * d[j]
-        rTr = rnew
-    return it
-
-
-@njit(cache=True, nogil=True)
-def _tron_iters(
-    Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, w, g, z, coef, work, istate, fstate, tol, n_iters
-):
-    """Up to ``n_iters`` accepted trust-region iterations.  istate = [iteration, started, cg iterations];
-    fstate = [f, delta, ||g0||, ||g||].  Returns 0 when converged (or stuck), 1 otherwise."""
     m = w.shape[0]
-    s = work[0]
-    r = work[1]
-    d = work[2]
-    Hd = work[3]
-    w_new = work[4]
-    if istate[1] == 0:
-        f = _fun_grad(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, coef, g)
-        gn = _norm(g)
-        fstate[0] = f
-        fstate[1] = gn
-        if fstate[2] <= 0.0:  # no reference preset (a warm start presets the gradient norm at w = 0)
-            fstate[2] = gn
-        fstate[3] = gn
-        istate[1] = 1
-        if gn <= tol * fstate[2] or gn == 0.0:
+    fs = np.zeros(n_chunks)
+    for t in prange(n_chunks):
+        a = acc[t]
+        a[:] = 0.0
+        lo = t * n // n_chunks
+        hi = (t + 1) * n // n_chunks
+        f = 0.0
+        for i in range(lo, hi):
+            o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+            r = 0.0
+            sgn = 1.0
+            if kind == 0:
+                mg = y[i] * o
+                if mg < 1.0:
+                    r = mg - 1.0
+                    sgn = y[i]
+            else:
+                d = o - y[i]
+                if d > eps:
+                    r = d - eps
+                elif d < -eps:
+                    r = d + eps
+            if r != 0.0:
+                f += C[i] * r * r
+                c = 2.0 * C[i] * r * sgn
+                zi = 2.0 * C[i]
+                z[i] = zi
+                if dense:
+                    for j in range(nf):
+                        v = Xd[i, j]
+                        a[j] += c * v
+                        a[m + j] += zi * v * v
+                else:
+                    for k in range(indptr[i], indptr[i + 1]):
+                        j = indices[k]
+                        v = data[k]
+                        a[j] += c * v
+                        a[m + j] += zi * v * v
+                if bias > 0:
+                    a[nf] += c * bias
+                    a[m + nf] += zi * bias * bias
+            else:
+                z[i] = 0.0
+        fs[t] = f
+    return fs.sum()
+
+
+def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, n_chunks):
+    n = y.shape[0]
+    fs = np.zeros(n_chunks)
+    for t in prange(n_chunks):
+        lo = t * n // n_chunks
+        hi = (t + 1) * n // n_chunks
+        f = 0.0
+        for i in range(lo, hi):
+            o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+            r = 0.0
+            if kind == 0:
+                mg = y[i] * o
+                if mg < 1.0:
+                    r = mg - 1.0
+            else:
+                d = o - y[i]
+                if d > eps:
+                    r = d - eps
+                elif d < -eps:
+                    r = d + eps
+            f += C[i] * r * r
+        fs[t] = f
+    return fs.sum()
+
+
+def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, acc, n_chunks):
+    """acc[t, :m] = sum over chunk t's active rows of z_i x_i (x_i . v); the caller adds v and the chunks."""
+    n = z.shape[0]
+    for t in prange(n_chunks):
+        a = acc[t]
+        a[:] = 0.0
+        lo = t * n // n_chunks
+        hi = (t + 1) * n // n_chunks
+        for i in range(lo, hi):
+            zi = z[i]
+            if zi != 0.0:
+                c = zi * row_dot(i, v, Xd, data, indices, indptr, dense, nf, bias)
+                if dense:
+                    for j in range(nf):
+                        a[j] += c * Xd[i, j]
+                else:
+                    for k in range(indptr[i], indptr[i + 1]):
+                        a[indices[k]] += c * data[k]
+                if bias > 0:
+                    a[nf] += c * bias
+
+
+_fun_grad_diag_par, _fun_grad_diag_ser = parallel_and_serial(_fun_grad_diag, nogil=True)
+_fun_par, _fun_ser = parallel_and_serial(_fun, nogil=True)
+_hess_vec_par, _hess_vec_ser = parallel_and_serial(_hess_vec, nogil=True)
+
+
+class _Problem:
+    """The objective's passes over the data, parallel or serial."""
+
+    def __init__(self, ld, y, C, kind, eps, parallel):
+        self.args = ld.args()
+        self.y, self.C, self.kind, self.eps = y, C, kind, float(eps)
+        self.m = ld.n_weights
+        n = y.shape[0]
+        self.chunks = max(1, min(numba.get_num_threads(), n // 2000)) if parallel else 1
+        par = parallel and self.chunks > 1
+        self._fg = _fun_grad_diag_par if par else _fun_grad_diag_ser
+        self._f = _fun_par if par else _fun_ser
+        self._hv = _hess_vec_par if par else _hess_vec_ser
+        self.z = np.zeros(n)
+        self.acc = np.zeros((self.chunks, 2 * self.m))
+        self.hv_calls = 0
+
+    def fun_grad(self, w):
+        """(f, g, diag(H)) at w; remembers the active rows for :meth:`hess_vec`."""
+        f = self._fg(w, *self.args, self.y, self.C, self.kind, self.eps, self.z, self.acc, self.chunks)
+        tot = self.acc.sum(axis=0)
+        return 0.5 * float(w @ w) + f, w + tot[: self.m], 1.0 + tot[self.m :]
+
+    def fun(self, w):
+        return 0.5 * float(w @ w) + self._f(w, *self.args, self.y, self.C, self.kind, self.eps, self.chunks)
+
+    def hess_vec(self, v):
+        self.hv_calls += 1
+        self._hv(v, *self.args, self.z, self.acc, self.chunks)
+        return v + self.acc[:, : self.m].sum(axis=0)
+
+
+def _trpcg(prob, delta, g, M):
+    """Steihaug PCG for min g.s + 1/2 s'Hs, ||s||_M <= delta.  Returns (s, r) with r = -g - Hs."""
+    s = np.zeros_like(g)
+    r = -g
+    zv = r / M
+    d = zv.copy()
+    zTr = float(zv @ r)
+    cg_tol = EPS_CG * np.sqrt(zTr)
+    while np.sqrt(max(zTr, 0.0)) > cg_tol:
+        Hd = prob.hess_vec(d)
+        dHd = float(d @ Hd)
+        if dHd <= 0.0:
+            break
+        alpha = zTr / dHd
+        s_new = s + alpha * d
+        if np.sqrt(float(s_new @ (M * s_new))) > delta:
+            sMd = float(s @ (M * d))
+            sMs = float(s @ (M * s))
+            dMd = float(d @ (M * d))
+            dsq = delta * delta
+            rad = np.sqrt(max(sMd * sMd + dMd * (dsq - sMs), 0.0))
+            alpha = (dsq - sMs) / (sMd + rad) if sMd >= 0.0 else (rad - sMd) / dMd
+            s += alpha * d
+            r -= alpha * Hd
+            break
+        s = s_new
+        r -= alpha * Hd
+        zv = r / M
+        zTr_new = float(zv @ r)
+        d = zv + (zTr_new / zTr) * d
+        zTr = zTr_new
+    return s, r
+
+
+class _Tron:
+    """TRON's state between chunks of outer iterations."""
+
+    def __init__(self, prob, w, tol, gnorm0=None):
+        self.prob = prob
+        self.w = w
+        self.f, self.g, diag = prob.fun_grad(w)
+        self.M = (1.0 - ALPHA_PCG) + ALPHA_PCG * diag
+        self.gnorm = float(np.linalg.norm(self.g))
+        self.gnorm0 = self.gnorm if gnorm0 is None else gnorm0
+        self.delta = float(np.sqrt(self.g @ (self.M * self.g)))
+        self.tol = tol
+        self.it = 0
+        self.done = self.gnorm <= tol * self.gnorm0 or self.gnorm == 0.0
+
+    def run(self, n_iters):
+        """Up to ``n_iters`` accepted steps; returns 0 when converged (or stuck), 1 otherwise."""
+        if self.done:
             return 0
-    f = fstate[0]
-    delta = fstate[1]
-    gnorm0 = fstate[2]
-    done = 0
-    while done < n_iters:
-        istate[2] += _trcg(delta, g, s, r, d, Hd, Xd, data, indices, indptr, dense, nf, bias, z)
-        gs = 0.0
-        sr = 0.0
-        for j in range(m):
-            w_new[j] = w[j] + s[j]
-            gs += g[j] * s[j]
-            sr += s[j] * r[j]
-        prered = -0.5 * (gs - sr)
-        fnew = _fun(w_new, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps)
-        actred = f - fnew
-        snorm = _norm(s)
-        if istate[0] == 0 and done == 0:
-            delta = min(delta, snorm)
-        if fnew - f - gs <= 0.0:
-            alpha = SIGMA3
-        else:
-            alpha = max(SIGMA1, -0.5 * (gs / (fnew - f - gs)))
-        if actred < ETA0 * prered:
-            delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
-        elif actred < ETA1 * prered:
-            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
-        elif actred < ETA2 * prered:
-            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
-        else:
-            delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
-        if actred > ETA0 * prered:
-            istate[0] += 1
-            done += 1
-            w[:] = w_new
-            f = _fun_grad(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, coef, g)
-            gn = _norm(g)
-            fstate[0] = f
-            fstate[1] = delta
-            fstate[3] = gn
-            if gn <= tol * gnorm0:
+        accepted = 0
+        while accepted < n_iters:
+            s, r = _trpcg(self.prob, self.delta, self.g, self.M)
+            w_new = self.w + s
+            gs = float(self.g @ s)
+            prered = -0.5 * (gs - float(s @ r))
+            f_new = self.prob.fun(w_new)
+            actred = self.f - f_new
+            snorm = float(np.sqrt(s @ (self.M * s)))
+            if self.it == 0:
+                self.delta = min(self.delta, snorm)
+            denom = f_new - self.f - gs
+            alpha = SIGMA3 if denom <= 0.0 else max(SIGMA1, -0.5 * (gs / denom))
+            if actred < ETA0 * prered:
+                self.delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * self.delta)
+            elif actred < ETA1 * prered:
+                self.delta = max(SIGMA1 * self.delta, min(alpha * snorm, SIGMA2 * self.delta))
+            elif actred < ETA2 * prered:
+                self.delta = max(SIGMA1 * self.delta, min(alpha * snorm, SIGMA3 * self.delta))
+            else:
+                self.delta = max(self.delta, min(alpha * snorm, SIGMA3 * self.delta))
+            if actred > ETA0 * prered:
+                self.it += 1
+                accepted += 1
+                self.w = w_new
+                self.f, self.g, diag = self.prob.fun_grad(w_new)
+                self.M = (1.0 - ALPHA_PCG) + ALPHA_PCG * diag
+                self.gnorm = float(np.linalg.norm(self.g))
+                if self.gnorm <= self.tol * self.gnorm0:
+                    self.done = True
+                    return 0
+            if (actred <= 0.0 and prered <= 0.0) or (
+                abs(actred) <= 1e-12 * abs(self.f) and abs(prered) <= 1e-12 * abs(self.f)
+            ):
+                self.done = True
                 return 0
-        fstate[1] = delta
-        if abs(actred) <= 0.0 and prered <= 0.0:
-            return 0
-        if abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f):
-            return 0
-    return 1
+        return 1
 
 
 def solve(
@@ -257,14 +285,16 @@ def solve(
     tol=1e-4,
     max_iter=1000,
     w0=None,
+    parallel=True,
     callback=None,
     callback_info=None,
     time_limit=None,
     verbose=False,
 ):
     """Minimise the squared-hinge (``kind='squared_hinge'``, ``y`` in {-1, +1}) or squared epsilon-insensitive
-    (``kind='squared_epsilon_insensitive'``) primal by TRON; see the module docstring.  ``w0``: a warm start.
-    Returns a :class:`~maxmargin.solvers.dual_cd.LinearFit` (no dual variables)."""
+    (``kind='squared_epsilon_insensitive'``) primal by TRON; see the module docstring.  ``w0``: a warm start;
+    ``parallel``: the passes over the data on Numba threads.  Returns a
+    :class:`~maxmargin.solvers.dual_cd.LinearFit` (no dual variables)."""
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.float64)
     C = np.ascontiguousarray(C, dtype=np.float64)
@@ -273,28 +303,21 @@ def solve(
     if code == 0:
         pos = int(np.sum(y > 0))
         eff_tol = float(tol) * max(min(pos, n - pos), 1) / max(n, 1)
+    prob = _Problem(ld, y, C, code, epsilon, parallel)
     m = ld.n_weights
-    w = np.zeros(m) if w0 is None else np.array(w0, dtype=np.float64)
-    g = np.zeros(m)
-    z = np.zeros(n)
-    coef = np.zeros(n)
-    work = np.zeros((5, m))
-    istate = np.zeros(3, dtype=np.int64)
-    fstate = np.zeros(4)
-    args = ld.args()
-    if w0 is not None:
+    gnorm0 = None
+    if w0 is not None and np.any(w0):
         # the stopping rule is relative to the first gradient: a warm start measures it at w = 0, as a cold
         # start would, so that a good start does not make the rule stricter
-        zero = np.zeros(m)
-        _fun_grad(zero, *args, y, C, code, float(epsilon), z, coef, g)
-        fstate[2] = _norm(g)
+        gnorm0 = float(np.linalg.norm(prob.fun_grad(np.zeros(m))[1]))
+    w = np.zeros(m) if w0 is None else np.array(w0, dtype=np.float64)
+    state = _Tron(prob, w, eff_tol, gnorm0)
 
     def step(k):
-        rc = _tron_iters(*args, y, C, code, float(epsilon), w, g, z, coef, work, istate, fstate, eff_tol, int(k))
-        return rc, istate[0]
+        return state.run(int(k)), state.it
 
     def report():
-        return fstate[0], fstate[3]
+        return state.f, state.gnorm
 
     status, it = drive(
         step,
@@ -307,8 +330,6 @@ def solve(
         verbose=verbose,
         name="tron",
     )
-    if istate[1] == 0:  # max_iter 0: nothing evaluated
-        fstate[0] = _fun(w, *args, y, C, code, float(epsilon))
-    fit = LinearFit(w, None, fstate[0], None, it, fstate[3], status)
-    fit.cg_iter = int(istate[2])
+    fit = LinearFit(state.w, None, state.f, None, it, state.gnorm, status)
+    fit.cg_iter = prob.hv_calls
     return fit
