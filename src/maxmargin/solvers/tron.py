@@ -17,8 +17,8 @@ active rows, :math:`v + 2 X_I^T (C_I \circ X_I v)`, and the Hessian is never for
 
 Trust region (Lin and Moré 1999; Lin, Weng and Keerthi 2008): each iteration solves
 :math:`\min_s g\cdot s + \tfrac12 s^T H s` subject to :math:`\|s\|_M \le \Delta` approximately by
-preconditioned conjugate gradients (Steihaug: stop at the boundary or when the preconditioned residual is below
-0.1 times its first value), accepts the step when the actual reduction is more than :math:`\eta_0 = 10^{-4}`
+preconditioned conjugate gradients (Steihaug: stop at the boundary or, by Nash and Sofer's rule, when a step
+improves the quadratic model by little relative to the total), accepts the step when the actual reduction is more than :math:`\eta_0 = 10^{-4}`
 times the predicted one, and resizes :math:`\Delta` by the ratio (thresholds 0.25 / 0.75, factors
 0.25 / 0.5 / 4).  The preconditioner is diagonal, :math:`M = 0.99 I + 0.01\,\mathrm{diag}(H)` (Hsia, Chiang and
 Lin 2018), refreshed at every accepted step; :math:`\|s\|_M^2 = s^T M s`.
@@ -35,124 +35,147 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
+from numba import njit, prange
 
 from .._jit import parallel_and_serial
-from ._linear_common import drive, row_dot
+from ._linear_common import drive
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
-EPS_CG = 0.1
+EPS_CG = 0.5
 ALPHA_PCG = 0.01
 
 
-def _fun_grad_diag(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, acc, n_chunks):
-    """f(w).  Sets ``z_i`` (2 C_i on the active rows, else 0) and ``acc[t] = [X^T(coef) | X^T(z x^2)]`` per chunk
-    ``t`` (coef_i = 2 C_i r_i s_i); the caller adds the chunks and ``w`` / 1."""
-    n = y.shape[0]
-    m = w.shape[0]
-    fs = np.zeros(n_chunks)
-    for t in prange(n_chunks):
-        a = acc[t]
-        a[:] = 0.0
-        lo = t * n // n_chunks
-        hi = (t + 1) * n // n_chunks
-        f = 0.0
-        for i in range(lo, hi):
-            o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
-            r = 0.0
-            sgn = 1.0
-            if kind == 0:
-                mg = y[i] * o
-                if mg < 1.0:
-                    r = mg - 1.0
-                    sgn = y[i]
-            else:
-                d = o - y[i]
-                if d > eps:
-                    r = d - eps
-                elif d < -eps:
-                    r = d + eps
-            if r != 0.0:
-                f += C[i] * r * r
-                c = 2.0 * C[i] * r * sgn
-                zi = 2.0 * C[i]
-                z[i] = zi
-                if dense:
-                    for j in range(nf):
-                        v = Xd[i, j]
-                        a[j] += c * v
-                        a[m + j] += zi * v * v
-                else:
-                    for k in range(indptr[i], indptr[i + 1]):
-                        j = indices[k]
-                        v = data[k]
-                        a[j] += c * v
-                        a[m + j] += zi * v * v
-                if bias > 0:
-                    a[nf] += c * bias
-                    a[m + nf] += zi * bias * bias
-            else:
-                z[i] = 0.0
-        fs[t] = f
-    return fs.sum()
+@njit(cache=True, nogil=True, inline="always")
+def _residual(o, yi, kind, eps):
+    """(r, s): the active piece's residual r (0 when inactive) and sign s of the loss at output ``o``."""
+    if kind == 0:
+        mg = yi * o
+        if mg < 1.0:
+            return mg - 1.0, yi
+        return 0.0, 1.0
+    d = o - yi
+    if d > eps:
+        return d - eps, 1.0
+    if d < -eps:
+        return d + eps, 1.0
+    return 0.0, 1.0
 
 
-def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, n_chunks):
+def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_chunks):
+    """The loss part of f(w); stores the outputs ``o = X w`` for :func:`_grad_diag`."""
     n = y.shape[0]
     fs = np.zeros(n_chunks)
+    has_bias = bias > 0
     for t in prange(n_chunks):
         lo = t * n // n_chunks
         hi = (t + 1) * n // n_chunks
         f = 0.0
         for i in range(lo, hi):
-            o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
-            r = 0.0
-            if kind == 0:
-                mg = y[i] * o
-                if mg < 1.0:
-                    r = mg - 1.0
+            if dense:
+                acc = 0.0
+                for j in range(nf):
+                    acc += Xd[i, j] * w[j]
             else:
-                d = o - y[i]
-                if d > eps:
-                    r = d - eps
-                elif d < -eps:
-                    r = d + eps
+                acc = 0.0
+                for k in range(indptr[i], indptr[i + 1]):
+                    acc += data[k] * w[indices[k]]
+            if has_bias:
+                acc += bias * w[nf]
+            o[i] = acc
+            r, _ = _residual(acc, y[i], kind, eps)
             f += C[i] * r * r
         fs[t] = f
     return fs.sum()
 
 
-def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, acc, n_chunks):
-    """acc[t, :m] = sum over chunk t's active rows of z_i x_i (x_i . v); the caller adds v and the chunks."""
-    n = z.shape[0]
+def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, n_chunks):
+    """From the outputs ``o``: sets ``z_i`` (2 C_i on the active rows, else 0), the active rows of chunk ``t`` in
+    ``act[lo_t : lo_t + n_act[t]]`` and ``acc[t] = [X^T coef | X^T (z x^2)]`` (coef_i = 2 C_i r_i s_i); the
+    caller adds the chunks, ``w`` and 1."""
+    n = y.shape[0]
+    m = acc.shape[1] // 2
+    has_bias = bias > 0
     for t in prange(n_chunks):
         a = acc[t]
         a[:] = 0.0
         lo = t * n // n_chunks
         hi = (t + 1) * n // n_chunks
+        cnt = 0
         for i in range(lo, hi):
+            r, sgn = _residual(o[i], y[i], kind, eps)
+            if r == 0.0:
+                z[i] = 0.0
+                continue
+            act[lo + cnt] = i
+            cnt += 1
+            c = 2.0 * C[i] * r * sgn
+            zi = 2.0 * C[i]
+            z[i] = zi
+            if dense:
+                for j in range(nf):
+                    v = Xd[i, j]
+                    a[j] += c * v
+                    a[m + j] += zi * v * v
+            else:
+                for k in range(indptr[i], indptr[i + 1]):
+                    j = indices[k]
+                    v = data[k]
+                    a[j] += c * v
+                    a[m + j] += zi * v * v
+            if has_bias:
+                a[nf] += c * bias
+                a[m + nf] += zi * bias * bias
+        n_act[t] = cnt
+
+
+def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, n_chunks):
+    """acc[t, :m] = sum over chunk t's active rows (listed by :func:`_grad_diag`) of z_i x_i (x_i . v); the
+    caller adds v and the chunks."""
+    n = z.shape[0]
+    has_bias = bias > 0
+    for t in prange(n_chunks):
+        a = acc[t]
+        a[:] = 0.0
+        lo = t * n // n_chunks
+        for q in range(lo, lo + n_act[t]):
+            i = act[q]
             zi = z[i]
-            if zi != 0.0:
-                c = zi * row_dot(i, v, Xd, data, indices, indptr, dense, nf, bias)
-                if dense:
-                    for j in range(nf):
-                        a[j] += c * Xd[i, j]
-                else:
-                    for k in range(indptr[i], indptr[i + 1]):
-                        a[indices[k]] += c * data[k]
-                if bias > 0:
-                    a[nf] += c * bias
+            if dense:
+                o = 0.0
+                for j in range(nf):
+                    o += Xd[i, j] * v[j]
+                if has_bias:
+                    o += bias * v[nf]
+                c = zi * o
+                for j in range(nf):
+                    a[j] += c * Xd[i, j]
+            else:
+                p0 = indptr[i]
+                p1 = indptr[i + 1]
+                o = 0.0
+                for k in range(p0, p1):
+                    o += data[k] * v[indices[k]]
+                if has_bias:
+                    o += bias * v[nf]
+                c = zi * o
+                for k in range(p0, p1):
+                    a[indices[k]] += c * data[k]
+            if has_bias:
+                a[nf] += c * bias
 
 
-_fun_grad_diag_par, _fun_grad_diag_ser = parallel_and_serial(_fun_grad_diag, nogil=True)
+# The row loops are written out here rather than through the shared row helpers: measured 2-2.5x faster
+# Hessian-vector products on a9a and ijcnn1.
 _fun_par, _fun_ser = parallel_and_serial(_fun, nogil=True)
+_grad_diag_par, _grad_diag_ser = parallel_and_serial(_grad_diag, nogil=True)
 _hess_vec_par, _hess_vec_ser = parallel_and_serial(_hess_vec, nogil=True)
 
 
 class _Problem:
-    """The objective's passes over the data, parallel or serial."""
+    """The objective's passes over the data, parallel or serial.  :meth:`fun` keeps ``X w`` of the point it
+    evaluated, so the gradient at an accepted step costs one pass (over the active rows) instead of two."""
 
     def __init__(self, ld, y, C, kind, eps, parallel):
         self.args = ld.args()
@@ -161,37 +184,58 @@ class _Problem:
         n = y.shape[0]
         self.chunks = max(1, min(numba.get_num_threads(), n // 2000)) if parallel else 1
         par = parallel and self.chunks > 1
-        self._fg = _fun_grad_diag_par if par else _fun_grad_diag_ser
         self._f = _fun_par if par else _fun_ser
+        self._gd = _grad_diag_par if par else _grad_diag_ser
         self._hv = _hess_vec_par if par else _hess_vec_ser
         self.z = np.zeros(n)
+        self.act = np.zeros(n, dtype=np.int64)
+        self.n_act = np.zeros(self.chunks, dtype=np.int64)
+        self.o = np.zeros(n)
+        self.o_trial = np.zeros(n)
         self.acc = np.zeros((self.chunks, 2 * self.m))
         self.hv_calls = 0
 
-    def fun_grad(self, w):
-        """(f, g, diag(H)) at w; remembers the active rows for :meth:`hess_vec`."""
-        f = self._fg(w, *self.args, self.y, self.C, self.kind, self.eps, self.z, self.acc, self.chunks)
-        tot = self.acc.sum(axis=0)
-        return 0.5 * float(w @ w) + f, w + tot[: self.m], 1.0 + tot[self.m :]
-
     def fun(self, w):
-        return 0.5 * float(w @ w) + self._f(w, *self.args, self.y, self.C, self.kind, self.eps, self.chunks)
+        """f(w); remembers X w as the trial outputs."""
+        loss = self._f(w, *self.args, self.y, self.C, self.kind, self.eps, self.o_trial, self.chunks)
+        return 0.5 * float(w @ w) + loss
+
+    def accept(self, w):
+        """(g, diag(H)) at the point :meth:`fun` evaluated last; sets the active rows for :meth:`hess_vec`."""
+        self.o, self.o_trial = self.o_trial, self.o
+        self._gd(
+            self.o, *self.args, self.y, self.C, self.kind, self.eps, self.z, self.act, self.n_act, self.acc, self.chunks
+        )
+        tot = self.acc.sum(axis=0)
+        return w + tot[: self.m], 1.0 + tot[self.m :]
+
+    def fun_grad(self, w):
+        """(f, g, diag(H)) at w."""
+        f = self.fun(w)
+        g, diag = self.accept(w)
+        return f, g, diag
 
     def hess_vec(self, v):
         self.hv_calls += 1
-        self._hv(v, *self.args, self.z, self.acc, self.chunks)
+        self._hv(v, *self.args, self.z, self.act, self.n_act, self.acc, self.chunks)
         return v + self.acc[:, : self.m].sum(axis=0)
 
 
 def _trpcg(prob, delta, g, M):
-    """Steihaug PCG for min g.s + 1/2 s'Hs, ||s||_M <= delta.  Returns (s, r) with r = -g - Hs."""
+    r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta.  Returns (s, r) with r = -g - Hs.
+
+    Stops at the boundary, or by the truncated-Newton rule of Nash and Sofer on the model's decrease: after
+    step i, when :math:`i\,(Q_i - Q_{i-1}) \ge` ``EPS_CG`` :math:`\cdot Q_i` (the last step gained little
+    relative to the total), or when the preconditioned residual vanishes.
+    """
     s = np.zeros_like(g)
     r = -g
     zv = r / M
     d = zv.copy()
     zTr = float(zv @ r)
-    cg_tol = EPS_CG * np.sqrt(zTr)
-    while np.sqrt(max(zTr, 0.0)) > cg_tol:
+    Q_prev = 0.0
+    it = 0
+    while zTr > 1e-30:
         Hd = prob.hess_vec(d)
         dHd = float(d @ Hd)
         if dHd <= 0.0:
@@ -210,6 +254,11 @@ def _trpcg(prob, delta, g, M):
             break
         s = s_new
         r -= alpha * Hd
+        it += 1
+        Q = 0.5 * (float(g @ s) - float(s @ r))
+        if Q < 0.0 and it * (Q - Q_prev) >= EPS_CG * Q:
+            break
+        Q_prev = Q
         zv = r / M
         zTr_new = float(zv @ r)
         d = zv + (zTr_new / zTr) * d
@@ -261,7 +310,8 @@ class _Tron:
                 self.it += 1
                 accepted += 1
                 self.w = w_new
-                self.f, self.g, diag = self.prob.fun_grad(w_new)
+                self.f = f_new
+                self.g, diag = self.prob.accept(w_new)
                 self.M = (1.0 - ALPHA_PCG) + ALPHA_PCG * diag
                 self.gnorm = float(np.linalg.norm(self.g))
                 if self.gnorm <= self.tol * self.gnorm0:
