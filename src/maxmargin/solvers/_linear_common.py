@@ -25,6 +25,9 @@ from numba.extending import intrinsic
 
 #: seconds one compiled chunk should take when a callback or time limit is watched
 CHUNK_SECONDS = 0.2
+#: dense data with fewer non-zeros than this fraction are handed to the solvers as CSR (MNIST: 19% non-zeros,
+#: 2.5x faster epochs than the dense loops, which visit every zero)
+SPARSE_BELOW = 0.5
 
 
 @dataclass
@@ -63,7 +66,8 @@ def _lossless_float32(a):
 
 def linear_data(X, bias):
     """A :class:`LinearData` for ``X`` (dense, or CSR with sorted indices) and bias feature ``bias`` (<= 0: none).
-    Float64 values that are exactly float32 are stored as float32 (:func:`_lossless_float32`)."""
+    Float64 values that are exactly float32 are stored as float32 (:func:`_lossless_float32`); dense data with
+    fewer than :data:`SPARSE_BELOW` non-zeros go to CSR."""
     bias = float(bias) if bias is not None and bias > 0 else -1.0
     if sp.issparse(X):
         X = sp.csr_matrix(X)
@@ -78,8 +82,36 @@ def linear_data(X, bias):
             X.shape[1],
             bias,
         )
-    X = _lossless_float32(np.ascontiguousarray(X))
+    X = np.ascontiguousarray(X)
+    if X.size and np.count_nonzero(X) < SPARSE_BELOW * X.size:
+        data, indices, indptr = _dense_to_csr(X)
+        return linear_data(sp.csr_matrix((data, indices, indptr), shape=X.shape), bias)
+    X = _lossless_float32(X)
     return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
+
+
+@njit(cache=True, nogil=True)
+def _dense_to_csr(X):
+    """CSR arrays of a dense C-ordered matrix (two passes; several times faster than going through COO)."""
+    n, d = X.shape
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = 0
+        for j in range(d):
+            if X[i, j] != 0:
+                c += 1
+        indptr[i + 1] = indptr[i] + c
+    data = np.empty(indptr[n], dtype=X.dtype)
+    indices = np.empty(indptr[n], dtype=np.int32)
+    for i in range(n):
+        k = indptr[i]
+        for j in range(d):
+            v = X[i, j]
+            if v != 0:
+                data[k] = v
+                indices[k] = j
+                k += 1
+    return data, indices, indptr
 
 
 def subset_rows(X, rows):
