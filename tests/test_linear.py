@@ -583,3 +583,24 @@ def test_nystroem_pipeline_beats_linear():
     plain = LinearSVC(C=1.0).fit(X, y)
     assert pipe.score(Xt, yt) > 0.95
     assert pipe.score(Xt, yt) > plain.score(Xt, yt) + 0.3
+
+
+def test_tron_threads_match_serial(monkeypatch):
+    """The chunked passes of TRON on Numba threads (large data only) give the serial result."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y = _data(2, n=3000, d=20, seed=8)
+    yy = np.where(y == 1, 1.0, -1.0)
+    C = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    serial = tron.solve(linear_data(sp.csr_matrix(X), 1.0), yy, C, tol=1e-8)
+    monkeypatch.setattr(tron, "PARALLEL_STORED", 10)
+    for Xin in (X, sp.csr_matrix(X)):
+        par = tron.solve(linear_data(Xin, 1.0), yy, C, tol=1e-8)
+        assert _rel(par.objective, serial.objective) < 1e-8  # sums in another order: another stopping point
+        np.testing.assert_allclose(par.w, serial.w, rtol=1e-4, atol=1e-6)
+    yr = X @ np.linspace(-1, 1, X.shape[1])
+    a = tron.solve(linear_data(X, 1.0), yr, C, kind="squared_epsilon_insensitive", epsilon=0.1, tol=1e-8)
+    monkeypatch.setattr(tron, "PARALLEL_STORED", 10**12)
+    b = tron.solve(linear_data(X, 1.0), yr, C, kind="squared_epsilon_insensitive", epsilon=0.1, tol=1e-8)
+    assert _rel(a.objective, b.objective) < 1e-8

@@ -44,6 +44,10 @@ from .dual_cd import LinearFit
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 EPS_CG = 0.5
+#: stored values per thread below which the passes run serially (a pass over less data takes well under a
+#: millisecond, and on a shared machine waiting for a second core costs more than it saves: a9a, 450k values,
+#: took 0.063 s on two threads and 0.03 s on one under load)
+PARALLEL_STORED = 1_000_000
 ALPHA_PCG = 0.01
 
 
@@ -182,7 +186,8 @@ class _Problem:
         self.y, self.C, self.kind, self.eps = y, C, kind, float(eps)
         self.m = ld.n_weights
         n = y.shape[0]
-        self.chunks = max(1, min(numba.get_num_threads(), n // 2000)) if parallel else 1
+        stored = ld.Xd.size if ld.dense else ld.data.size
+        self.chunks = max(1, min(numba.get_num_threads(), stored // PARALLEL_STORED)) if parallel else 1
         par = parallel and self.chunks > 1
         self._f = _fun_par if par else _fun_ser
         self._gd = _grad_diag_par if par else _grad_diag_ser
