@@ -55,13 +55,21 @@ class LinearData:
         return (self.Xd, self.data, self.indices, self.indptr, self.dense, self.n_features, float(self.bias))
 
 
+@njit(cache=True, nogil=True)
+def _all_float32(a):
+    """Whether every value of ``a`` is exactly a float32 (stops at the first that is not)."""
+    for v in a.ravel():
+        if np.float64(np.float32(v)) != v:
+            return False
+    return True
+
+
 def _lossless_float32(a):
     """``a`` as float32 when every value survives the round trip exactly (0/1 features, counts, ...), else ``a``:
     half the memory traffic for the same arithmetic (products and sums stay float64)."""
-    if a.dtype != np.float64 or a.size == 0:
+    if a.dtype != np.float64 or a.size == 0 or not _all_float32(a):
         return a
-    b = a.astype(np.float32)
-    return b if np.array_equal(b, a) else a
+    return a.astype(np.float32)
 
 
 def linear_data(X, bias):
@@ -227,6 +235,20 @@ def all_dots(w, Xd, data, indices, indptr, dense, nf, bias):
     for i in range(n):
         out[i] = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
     return out
+
+
+@njit(cache=True, nogil=True)
+def hinge_objective(w, Xd, data, indices, indptr, dense, nf, bias, y, C, squared):
+    r"""1/2 w.w + sum_i C_i xi_i (or xi_i^2), xi_i = max(0, 1 - y_i w.x_i): the primal objective, one pass."""
+    n = y.shape[0]
+    f = 0.0
+    for j in range(w.shape[0]):
+        f += 0.5 * w[j] * w[j]
+    for i in range(n):
+        xi = 1.0 - y[i] * row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+        if xi > 0.0:
+            f += C[i] * (xi * xi if squared else xi)
+    return f
 
 
 @njit(cache=True, nogil=True)

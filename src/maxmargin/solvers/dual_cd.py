@@ -362,11 +362,9 @@ def _svr_epochs(
 
 def svc_primal(w, ld, y, C, squared):
     """:math:`\\tfrac12 w\\cdot w + \\sum_i C_i \\xi_i` (or :math:`\\xi_i^2`)."""
-    from ._linear_common import all_dots
+    from ._linear_common import hinge_objective
 
-    xi = np.maximum(0.0, 1.0 - y * all_dots(w, *ld.args()))
-    loss = xi * xi if squared else xi
-    return float(0.5 * w @ w + C @ loss)
+    return float(hinge_objective(w, *ld.args(), y, C, bool(squared)))
 
 
 def svr_primal(w, ld, y, C, eps, squared):
