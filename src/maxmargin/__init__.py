@@ -15,18 +15,21 @@ __all__ = ["SVC", "make_kernel", "__version__"]
 from .svm import NuSVC
 from .regression import SVR, NuSVR
 from .oneclass import OneClassSVM
+from .linear import LinearSVC, LinearSVR
 
-__all__ += ["NuSVC", "SVR", "NuSVR", "OneClassSVM"]
+__all__ += ["NuSVC", "SVR", "NuSVR", "OneClassSVM", "LinearSVC", "LinearSVR"]
 from . import datasets
 from .io import (
     DataFormatError,
     ModelFormatError,
     load_data,
+    load_liblinear_model,
     load_libsvm_model,
     load_model,
+    save_liblinear_model,
     save_libsvm_model,
     save_model,
 )
 
 __all__ += ["save_model", "load_model", "load_libsvm_model", "save_libsvm_model", "load_data",
-            "DataFormatError", "ModelFormatError", "datasets"]
+            "DataFormatError", "ModelFormatError", "datasets", "load_liblinear_model", "save_liblinear_model"]

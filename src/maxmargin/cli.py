@@ -756,6 +756,16 @@ def _refuse_overwrite(output, inputs, param_hint="-o/--output"):
                                      "choose another output file", param_hint=param_hint)
 
 
+def _linear_class(type_name):
+    """--linear: LinearSVC for c-svc, LinearSVR for epsilon-svr."""
+    import maxmargin
+
+    by_type = {"c-svc": maxmargin.LinearSVC, "epsilon-svr": maxmargin.LinearSVR}
+    if type_name not in by_type:
+        raise click.BadParameter(f"--linear trains c-svc or epsilon-svr, not {type_name}", param_hint="--type")
+    return by_type[type_name]
+
+
 def _default_model_path(data_path):
     name = os.path.basename(os.fspath(data_path))
     for suffix in (".gz", ".bz2", ".xz"):
@@ -795,14 +805,16 @@ def _default_model_path(data_path):
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the cross-validation folds.")
 @click.option("--scale/--no-scale", default=False, show_default=True,
               help="Standardise features; the scaler is stored in the model and applied by predict.")
-@click.option("--model-format", type=click.Choice(["maxmargin", "libsvm"]), default="maxmargin",
-              show_default=True, help="Write maxmargin's model file or a LIBSVM model file.")
+@click.option("--model-format", type=click.Choice(["maxmargin", "libsvm", "liblinear"]), default="maxmargin",
+              show_default=True, help="Write maxmargin's model file, a LIBSVM or (with --linear) a LIBLINEAR one.")
+@click.option("--linear", is_flag=True,
+              help="LinearSVC / LinearSVR (LIBLINEAR's models and solvers; -s c-svc or epsilon-svr).")
 @data_options
 @common_options
 @click.pass_context
 def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef0, nu, epsilon, formulation,
           solver, tol, cache_size, class_weight, probability, shrinking, max_iter, time_limit, cv, seed, scale,
-          model_format, data_format, delimiter, header, label_column):
+          model_format, linear, data_format, delimiter, header, label_column):
     """Train an SVM on DATA and write a model file (or cross-validate with --cv K).
 
     \b
@@ -811,6 +823,7 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
       maxmargin train data.csv --kernel linear --scale -o model.mm
       maxmargin train a9a.xz --cv 5
       maxmargin train data.csv -w1 5 -w-1 1            (class weights, LIBSVM style)
+      maxmargin train a9a.xz --linear -c 1 --model-format liblinear -o a9a.model
     """
     svm_type = _choice_alias(svm_type, tuple(TYPES), _TYPE_ALIASES, "--type")
     kernel = _choice_alias(kernel, KERNELS, _KERNEL_ALIASES, "--kernel")
@@ -827,11 +840,17 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
             raise click.BadParameter(f"directory {directory} does not exist", param_hint="-o/--output")
         if os.path.isdir(model_path):
             raise click.BadParameter(f"{model_path} is a directory", param_hint="-o/--output")
-        if model_format == "libsvm" and scale:
-            raise click.UsageError("a LIBSVM model file cannot hold the --scale scaler; "
+        if model_format in ("libsvm", "liblinear") and scale:
+            raise click.UsageError(f"a {model_format.upper()} model file cannot hold the --scale scaler; "
                                    "use --model-format maxmargin or drop --scale")
 
-    cls = _resolve_class(svm_type)
+    cls = _resolve_class(svm_type) if not linear else _linear_class(svm_type)
+    if model_format == "liblinear" and not linear:
+        raise click.UsageError("--model-format liblinear needs --linear")
+    if linear and model_format == "libsvm":
+        raise click.UsageError("a linear model is written as --model-format liblinear (or maxmargin), not libsvm")
+    if linear and max_iter == -1:
+        max_iter = 1000  # LIBLINEAR's default number of outer iterations
     valid = cls().get_params()
     source = ctx.get_parameter_source
     given = {
@@ -912,6 +931,10 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
         from .io import save_libsvm_model
 
         save_libsvm_model(_final(model), model_path)
+    elif model_format == "liblinear":
+        from .io import save_liblinear_model
+
+        save_liblinear_model(_final(model), model_path)
     else:
         from .io import save_model
 

@@ -1,0 +1,272 @@
+"""Linear SVMs: maxmargin.LinearSVC against liblinear-official and scikit-learn's LinearSVC, same data, one run.
+
+    python benchmarks/bench_linear.py                       # every set, 3 repeats, median
+    python benchmarks/bench_linear.py a9a ijcnn1 --repeat 5
+    python benchmarks/bench_linear.py --nystroem            # approximate-kernel route vs the exact RBF SVC
+
+Problem: L2-regularised squared hinge, C = 1 (MNIST: C = 0.01, where LIBLINEAR's dual solver needs ~15 s at C = 1),
+bias feature 1 (LIBLINEAR's ``-B 1``; scikit-learn's
+``fit_intercept=True``), one-vs-rest for MNIST.  Two solvers, each against its LIBLINEAR counterpart at the same
+``tol`` (LIBLINEAR's ``-e``): the dual coordinate descent (``-s 1``, LIBLINEAR's default solver; tol 0.1, its
+default) and the primal trust-region Newton method (``-s 2``; tol 0.01, its default).  Fit times are the median of
+``--repeat`` fits in this process (after one warm-up fit each), data conversion excluded for every peer
+(LIBLINEAR's problem is built once).  The primal objective of every model is computed here by one function from
+its weights, so the objectives compare directly.  Ratio = fit time / LIBLINEAR's (same solver); < 1: faster.
+"CPU s" is the process CPU time of the fit (median; all threads summed): on a shared machine the wall time of
+a single-threaded fit can be twice its CPU time, so CPU s shows the work done.
+
+Datasets from ../shared/data (MAXMARGIN_DATA elsewhere): a9a (+ a9a.t), mushrooms (fixed 75/25 split), ijcnn1
+(+ ijcnn1.t), MNIST (first 20,000 training rows, scaled to [0, 1], the 10,000 test rows; 10 classes), and ``bow``:
+a generated bag-of-words set, 200,000 x 50,000 (+ 50,000 test rows), ~50 non-zeros a row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+SETS = ("a9a", "mushrooms", "ijcnn1", "mnist", "bow")
+C_OF = {"mnist": 0.01}
+SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
+
+
+# --------------------------------------------------------------------------- data
+
+
+def bag_of_words(n=250_000, d=50_000, nnz=50, n_test=50_000, seed=0):
+    """A generated text-like set: Zipf word frequencies (p_k ~ 1/(k + 10)), ~``nnz`` distinct words a row,
+    log(1 + tf) * idf weights with unit-length rows, labels from a planted sparse linear rule with 5% flipped.
+    Returns (X_train, y_train, X_test, y_test); the first ``n - n_test`` rows train."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / (np.arange(d) + 10.0)
+    p /= p.sum()
+    tokens = rng.poisson(nnz * 1.25, size=n).clip(5)
+    rows = np.repeat(np.arange(n), tokens)
+    cols = rng.choice(d, size=rows.shape[0], p=p)
+    X = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(n, d))
+    X.sum_duplicates()
+    df = np.bincount(X.indices, minlength=d)
+    idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+    X.data = np.log1p(X.data) * idf[X.indices]
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    X = sp.diags(1.0 / np.maximum(norms, 1e-12)) @ X
+    X = sp.csr_matrix(X)
+    w = np.zeros(d)
+    support = rng.choice(d, size=2000, replace=False)
+    w[support] = rng.normal(size=2000)
+    score = X @ w
+    y = np.where(score > np.median(score), 1, -1)
+    flip = rng.random(n) < 0.05
+    y[flip] = -y[flip]
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    k = n - n_test
+    return X[:k], y[:k], X[k:], y[k:]
+
+
+def load(name):
+    from datasets import _idx, _svmlight, a9a, ijcnn1
+
+    if name == "a9a":
+        Xtr, ytr, Xte, yte, _ = a9a()
+    elif name == "ijcnn1":
+        Xtr, ytr, Xte, yte, _ = ijcnn1()
+        Xtr, Xte = sp.csr_matrix(Xtr), sp.csr_matrix(Xte)
+    elif name == "mushrooms":
+        X, y = _svmlight("mushrooms.xz")
+        perm = np.random.default_rng(0).permutation(X.shape[0])
+        k = int(0.75 * X.shape[0])
+        Xtr, ytr, Xte, yte = X[perm[:k]], y[perm[:k]], X[perm[k:]], y[perm[k:]]
+    elif name == "mnist":
+        Xtr = _idx("mnist-train-images-idx3-ubyte.xz")[:20_000] / 255.0
+        ytr = _idx("mnist-train-labels-idx1-ubyte.xz")[:20_000].astype(int)
+        Xte = _idx("mnist-t10k-images-idx3-ubyte.xz") / 255.0
+        yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
+    elif name == "bow":
+        Xtr, ytr, Xte, yte = bag_of_words()
+    else:
+        raise SystemExit(f"unknown dataset {name!r} (known: {', '.join(SETS)})")
+    return Xtr, np.asarray(ytr), Xte, np.asarray(yte)
+
+
+# --------------------------------------------------------------------------- one yardstick
+
+
+def objective(coef, intercept, X, y, C=1.0):
+    """Sum over the one-vs-rest problems of 1/2 ||(w, b)||^2 + C sum max(0, 1 - y_i (w.x_i + b))^2 (bias 1)."""
+    classes = np.unique(y)
+    coef = np.atleast_2d(coef)
+    b = np.broadcast_to(np.asarray(intercept, dtype=float), (coef.shape[0],))
+    problems = [(classes[1], coef[0], b[0])] if classes.shape[0] == 2 else list(zip(classes, coef, b))
+    total = 0.0
+    for c, w, b0 in problems:
+        yy = np.where(y == c, 1.0, -1.0)
+        xi = np.maximum(0.0, 1.0 - yy * (X @ w + b0))
+        total += 0.5 * (w @ w + b0 * b0) + C * xi @ xi
+    return float(total)
+
+
+# --------------------------------------------------------------------------- peers
+
+
+def _liblinear_weights(model, classes, n_features):
+    """(coef, intercept) in scikit-learn's layout from a liblinear-official model (bias 1); LIBLINEAR counts the
+    features up to the last non-zero column, so the weights are padded to ``n_features``."""
+    nr_f = model.get_nr_feature()
+    labels = list(model.get_labels())
+    k = len(labels)
+    nr_w = 1 if k == 2 else k
+    W = np.ctypeslib.as_array(model.w, shape=((nr_f + 1) * nr_w,)).reshape(nr_f + 1, nr_w).T.copy()
+    if k == 2:
+        sign = 1.0 if labels[0] == classes[1] else -1.0
+        W = sign * W
+    else:
+        W = W[[labels.index(c) for c in classes]]
+    coef = np.zeros((W.shape[0], n_features))
+    coef[:, :nr_f] = W[:, :nr_f]
+    return coef, W[:, nr_f]
+
+
+class Peer:
+    def __init__(self, name, solver, tol, C=1.0):
+        self.name, self.solver, self.tol, self.C = name, solver, tol, C
+
+    def prepare(self, X, y):
+        self.classes = np.unique(y)
+        if self.name == "liblinear":
+            from liblinear.liblinearutil import parameter, problem
+
+            self.prob = problem(np.asarray(y, dtype=float), X)
+            self.param = parameter(f"-s {self.solver} -c {self.C} -e {self.tol} -B 1 -q")
+
+    def fit(self, X, y):
+        dual = self.solver == 1
+        if self.name == "maxmargin":
+            import maxmargin
+
+            est = maxmargin.LinearSVC(C=self.C, dual=dual, tol=self.tol, random_state=0).fit(X, y)
+            return est.coef_, est.intercept_, est.predict
+        if self.name == "sklearn":
+            from sklearn.svm import LinearSVC
+
+            est = LinearSVC(C=self.C, dual=dual, tol=self.tol, random_state=0).fit(X, y)
+            return est.coef_, est.intercept_, est.predict
+        from liblinear.liblinearutil import train
+
+        model = train(self.prob, self.param)
+        coef, b = _liblinear_weights(model, self.classes, X.shape[1])
+
+        def predict(Z):
+            d = Z @ coef.T + b
+            return self.classes[(d[:, 0] > 0).astype(int)] if coef.shape[0] == 1 else self.classes[d.argmax(axis=1)]
+
+        return coef, b, predict
+
+
+def run_set(name, repeat, peers):
+    t0 = time.perf_counter()
+    Xtr, ytr, Xte, yte = load(name)
+    nnz = Xtr.nnz if sp.issparse(Xtr) else int(np.count_nonzero(Xtr))
+    print(
+        f"\n## {name}: {Xtr.shape[0]:,} x {Xtr.shape[1]:,} train ({nnz / Xtr.shape[0]:.1f} nnz/row, "
+        f"{'sparse' if sp.issparse(Xtr) else 'dense'}), {Xte.shape[0]:,} test, {np.unique(ytr).shape[0]} classes "
+        f"(loaded in {time.perf_counter() - t0:.1f} s), C = {C_OF.get(name, 1.0)}"
+    )
+    print(
+        f"| solver | peer | fit s (median of {repeat}) | min-max | CPU s | primal objective | rel. to LIBLINEAR "
+        "| test acc % | time / LIBLINEAR |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    C = C_OF.get(name, 1.0)
+    rows = []
+    for sname, (snum, tol) in SOLVERS.items():
+        res = {}
+        for pname in peers:
+            peer = Peer(pname, snum, tol, C)
+            peer.prepare(Xtr, ytr)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                peer.fit(Xtr, ytr)  # warm-up (first touch of memory, compiled code)
+                times, cpus = [], []
+                for _ in range(repeat):
+                    t = time.perf_counter()
+                    c = time.process_time()
+                    coef, b, predict = peer.fit(Xtr, ytr)
+                    times.append(time.perf_counter() - t)
+                    cpus.append(time.process_time() - c)
+            obj = objective(coef, b, Xtr, ytr, C)
+            acc = float(np.mean(predict(Xte) == yte))
+            res[pname] = (statistics.median(times), min(times), max(times), statistics.median(cpus), obj, acc)
+        ref = res.get("liblinear")
+        for pname, (med, lo, hi, cpu, obj, acc) in res.items():
+            rel = f"{(obj - ref[4]) / ref[4]:+.1e}" if ref else "-"
+            ratio = f"{med / ref[0]:.2f}" if ref else "-"
+            print(
+                f"| {sname} (tol {tol}) | {pname} | {med:.3f} | {lo:.3f}-{hi:.3f} | {cpu:.3f} | {obj:.6g} | {rel} | "
+                f"{100 * acc:.2f} | {ratio} |"
+            )
+            rows.append((name, sname, pname, med, obj, acc))
+    return rows
+
+
+def nystroem(repeat):
+    """Nystroem + LinearSVC against the exact RBF SVC (maxmargin.SVC, C = 1), measured once each."""
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.pipeline import make_pipeline
+
+    import maxmargin
+
+    print("\n## Nystroem + LinearSVC vs the exact RBF SVC (C = 1)")
+    print("| set | model | fit s | test acc % |")
+    print("|---|---|---|---|")
+    for name, gamma, comps in (("a9a", 0.05, 1000), ("ijcnn1", 2.0, 2000)):
+        Xtr, ytr, Xte, yte = load(name)
+        t = time.perf_counter()
+        svc = maxmargin.SVC(C=1.0, kernel="rbf", gamma=gamma).fit(Xtr, ytr)
+        t_svc = time.perf_counter() - t
+        acc_svc = float(np.mean(svc.predict(Xte) == yte))
+        print(f"| {name} | SVC(C=1, gamma={gamma}) exact | {t_svc:.1f} | {100 * acc_svc:.2f} |")
+        for n_comp in (comps // 2, comps):
+            t = time.perf_counter()
+            pipe = make_pipeline(
+                Nystroem(gamma=gamma, n_components=n_comp, random_state=0), maxmargin.LinearSVC(C=1.0, random_state=0)
+            ).fit(Xtr, ytr)
+            t_p = time.perf_counter() - t
+            acc = float(np.mean(pipe.predict(Xte) == yte))
+            print(
+                f"| {name} | Nystroem({n_comp}) + LinearSVC | {t_p:.1f} | {100 * acc:.2f} "
+                f"({100 * (acc - acc_svc):+.2f} pp) |"
+            )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sets", nargs="*", default=list(SETS))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--peers", nargs="+", default=["maxmargin", "liblinear", "sklearn"])
+    ap.add_argument("--nystroem", action="store_true", help="only the approximate-kernel comparison")
+    args = ap.parse_args()
+    import os
+
+    print(f"# bench_linear: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
+    if args.nystroem:
+        nystroem(args.repeat)
+        return
+    for name in args.sets:
+        run_set(name, args.repeat, args.peers)
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()

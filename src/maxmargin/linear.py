@@ -1,0 +1,526 @@
+r"""Linear SVMs at scale: :class:`LinearSVC` and :class:`LinearSVR`, LIBLINEAR's models with compiled solvers.
+
+Both have the parameters and fitted attributes of ``sklearn.svm.LinearSVC`` / ``LinearSVR`` with the same
+meaning (and the same errors for combinations that do not exist), and solve the same problems as LIBLINEAR:
+with :math:`x_i` extended by the constant ``intercept_scaling`` (when ``fit_intercept``) and per-sample
+:math:`C_i = C \cdot` ``sample_weight`` :math:`_i \cdot` ``class_weight`` :math:`_{y_i}`,
+
+=================================  ==========  =====================================================  =================
+penalty, loss                      dual        primal objective                                       solver
+=================================  ==========  =====================================================  =================
+l2, hinge                          True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i`                 dual CD (``dual_cd``)
+l2, squared_hinge                  True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i^2`               dual CD
+l2, squared_hinge                  False       same                                                   TRON (``tron``)
+l1, squared_hinge                  False       :math:`\|w\|_1 + \sum C_i\xi_i^2`                       CD (``cd_l1``)
+multi_class='crammer_singer'       (ignored)   :math:`\tfrac12\sum_m\|w_m\|^2 + \sum C_i\max_m(...)`   dual CD (``crammer_singer``)
+SVR epsilon_insensitive            True        :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon`        dual CD
+SVR squared_epsilon_insensitive    True/False  :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon^2`      dual CD / TRON
+=================================  ==========  =====================================================  =================
+
+with :math:`\xi_i = \max(0, 1 - y_i w\cdot x_i)` and :math:`|r|_\epsilon = \max(0, |w\cdot x_i - y_i| -
+\epsilon)`.  The bias weight is part of :math:`w` and regularised, as in LIBLINEAR.  ``dual='auto'`` picks the
+dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.
+
+Multi-class problems are one-vs-rest (``multi_class='ovr'``), one binary problem per class on threads, or
+Crammer-Singer.  As in LIBLINEAR (and so scikit-learn), in a one-vs-rest problem the class weight multiplies
+the C of the positive class only; the rest keep ``C * sample_weight``.
+
+Added to scikit-learn's API: ``callback`` and ``time_limit`` (as the other maxmargin estimators),
+``warm_start`` (start from the previous fit's dual variables, scaled by ``C_new / C_old`` for the classifiers, or weights),
+``shrinking``, ``n_jobs`` (threads for the one-vs-rest problems), and the fitted ``objective_`` (primal
+objective per problem), ``duality_gap_`` (dual solvers; NaN otherwise), ``margin_`` (1/||w|| per problem,
+intercept excluded), ``fit_status_`` and ``fit_time_``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model._base import LinearClassifierMixin, LinearModel, SparseCoefMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from .solvers import cd_l1, crammer_singer, dual_cd, tron
+from .solvers._linear_common import linear_data
+from .svm import warn_not_converged
+
+__all__ = ["SOLVER_NAMES", "LinearSVC", "LinearSVR", "liblinear_solver_type"]
+
+#: LIBLINEAR's solver numbers and names (the ones these estimators use)
+SOLVER_NAMES = {
+    1: "L2R_L2LOSS_SVC_DUAL",
+    2: "L2R_L2LOSS_SVC",
+    3: "L2R_L1LOSS_SVC_DUAL",
+    4: "MCSVM_CS",
+    5: "L1R_L2LOSS_SVC",
+    11: "L2R_L2LOSS_SVR",
+    12: "L2R_L2LOSS_SVR_DUAL",
+    13: "L2R_L1LOSS_SVR_DUAL",
+}
+
+_SOLVERS = {
+    "hinge": {"l2": {True: 3}},
+    "squared_hinge": {"l1": {False: 5}, "l2": {False: 2, True: 1}},
+    "epsilon_insensitive": {"l2": {True: 13}},
+    "squared_epsilon_insensitive": {"l2": {False: 11, True: 12}},
+}
+
+
+def liblinear_solver_type(multi_class, penalty, loss, dual):
+    """LIBLINEAR's solver number for the combination; ValueError (scikit-learn's message) where none exists."""
+    if multi_class == "crammer_singer":
+        return 4
+    if multi_class != "ovr":
+        raise ValueError(f"`multi_class` must be one of `ovr`, `crammer_singer`, got {multi_class!r}")
+    by_penalty = _SOLVERS.get(loss)
+    if by_penalty is None:
+        why = f"loss='{loss}' is not supported"
+    elif penalty not in by_penalty:
+        why = f"The combination of penalty='{penalty}' and loss='{loss}' is not supported"
+    elif dual not in by_penalty[penalty]:
+        why = f"The combination of penalty='{penalty}' and loss='{loss}' are not supported when dual={dual}"
+    else:
+        return by_penalty[penalty][dual]
+    raise ValueError(
+        f"Unsupported set of arguments: {why}, Parameters: penalty={penalty!r}, loss={loss!r}, dual={dual!r}"
+    )
+
+
+def _resolve_dual(dual, multi_class, penalty, loss, X):
+    if dual != "auto":
+        return bool(dual)
+    prefer = X.shape[0] < X.shape[1]
+    try:
+        liblinear_solver_type(multi_class, penalty, loss, prefer)
+        return prefer
+    except ValueError:
+        return not prefer
+
+
+class _LinearSVMBase(BaseEstimator):
+    """Validation, warm start and the solver calls shared by :class:`LinearSVC` and :class:`LinearSVR`."""
+
+    #: fitted attributes a model file stores (see maxmargin.io.model)
+    _state_attributes = (
+        "coef_",
+        "intercept_",
+        "n_iter_",
+        "objective_",
+        "duality_gap_",
+        "margin_",
+        "fit_status_",
+        "fit_time_",
+        "solver_type_",
+    )
+
+    #: not a parameter: what reports (the command line) show as the kernel
+    kernel = "linear"
+
+    _extra_constraints: ClassVar[dict] = {
+        "shrinking": ["boolean"],
+        "warm_start": ["boolean"],
+        "callback": [None, callable],
+        "time_limit": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
+        "n_jobs": [None, Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _check_params(self):
+        self._validate_params()
+        if self.fit_intercept and self.intercept_scaling <= 0:  # pragma: no cover - the constraint catches it
+            raise ValueError(
+                f"Intercept scaling is {self.intercept_scaling!r} but needs to be greater than 0. "
+                "To disable fitting an intercept, set fit_intercept=False."
+            )
+
+    def _validate_train(self, X, y, y_numeric):
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+            accept_large_sparse=False,
+            y_numeric=y_numeric,
+        )
+        if sp.issparse(X):
+            X = X.copy() if not X.has_sorted_indices else X
+            X.sort_indices()
+        return X, y
+
+    @staticmethod
+    def _sample_weights(sample_weight, X):
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if np.any(sw < 0):
+            raise ValueError(f"sample_weight must be non-negative; row {int(np.argmax(sw < 0))} is negative")
+        return sw
+
+    def _bias(self):
+        return float(self.intercept_scaling) if self.fit_intercept else -1.0
+
+    def _seed(self):
+        return int(check_random_state(self.random_state).randint(np.iinfo("i").max))
+
+    def _options(self, p_no, n_problems):
+        opts = {"tol": float(self.tol), "max_iter": int(self.max_iter), "verbose": bool(self.verbose)}
+        if self.time_limit is not None:
+            opts["time_limit"] = float(self.time_limit)
+        if self.callback is not None:
+            opts["callback"] = self.callback
+            opts["callback_info"] = {"subproblem": p_no, "n_subproblems": n_problems}
+        return opts
+
+    def _warm(self, key, n):
+        """The previous fit's per-problem (dual, w, C) when ``warm_start`` and the fit is comparable."""
+        if not self.warm_start:
+            return None
+        prev = getattr(self, "_warm_state", None)
+        if prev is None or prev["key"] != key or prev["n"] != n:
+            return None
+        return prev
+
+    def _run_problems(self, jobs, threads):
+        """Run the callables ``jobs`` (one per problem), on threads where allowed; a callback stop ends the rest."""
+        if threads > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                return list(pool.map(lambda job: job(), jobs))
+        fits = []
+        for job in jobs:
+            fit = job()
+            fits.append(fit)
+            if fit.status == "callback":
+                break
+        return fits
+
+    def _threads(self, n_problems):
+        if n_problems < 2 or self.callback is not None or self.verbose:
+            return 1
+        cores = os.cpu_count() or 1
+        limit = cores if self.n_jobs is None else int(self.n_jobs)
+        return max(1, min(limit, n_problems))
+
+    def _finish(self, fits, nf, bias, t_start):
+        W = np.vstack([np.atleast_2d(f.w) for f in fits])
+        coef = W[:, :nf]
+        self.n_iter_ = int(max(f.n_iter for f in fits))
+        self.objective_ = np.array([f.objective for f in fits])
+        self.duality_gap_ = np.array([np.nan if f.gap is None else f.gap for f in fits])
+        norms = np.sqrt(np.einsum("ij,ij->i", coef, coef))
+        with np.errstate(divide="ignore"):
+            self.margin_ = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-300), np.inf)
+        self.fit_status_ = 0 if all(f.converged for f in fits) else 1
+        warn_not_converged(self.tol, fits, stacklevel=4)
+        intercept = bias * W[:, nf] if bias > 0 else None
+        self.fit_time_ = time.perf_counter() - t_start
+        return coef, intercept
+
+
+class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
+    """Linear support vector classification (LIBLINEAR's models, compiled solvers).
+
+    Parameters as ``sklearn.svm.LinearSVC`` plus ``shrinking``, ``warm_start``, ``callback``, ``time_limit`` and
+    ``n_jobs``; see the module docstring for the objectives and solvers.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) for two classes, (n_classes, n_features) otherwise
+    intercept_ : ndarray of shape (1,) or (n_classes,), or 0.0 without ``fit_intercept``
+    classes_, n_features_in_, n_iter_ (the largest over the problems)
+    objective_, duality_gap_, margin_ : ndarray, one value per binary problem (one for Crammer-Singer)
+    solver_type_ : int, LIBLINEAR's solver number
+    fit_status_ : 0 when every problem converged, 1 otherwise
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "penalty": [StrOptions({"l1", "l2"})],
+        "loss": [StrOptions({"hinge", "squared_hinge"})],
+        "dual": ["boolean", StrOptions({"auto"})],
+        "tol": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "C": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "multi_class": [StrOptions({"ovr", "crammer_singer"})],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
+        "class_weight": [None, dict, StrOptions({"balanced"})],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        **_LinearSVMBase._extra_constraints,
+    }
+
+    _state_attributes = ("classes_",) + _LinearSVMBase._state_attributes
+
+    def __init__(
+        self,
+        penalty="l2",
+        loss="squared_hinge",
+        *,
+        dual="auto",
+        tol=1e-4,
+        C=1.0,
+        multi_class="ovr",
+        fit_intercept=True,
+        intercept_scaling=1,
+        class_weight=None,
+        verbose=0,
+        random_state=None,
+        max_iter=1000,
+        shrinking=True,
+        warm_start=False,
+        callback=None,
+        time_limit=None,
+        n_jobs=None,
+    ):
+        self.penalty = penalty
+        self.loss = loss
+        self.dual = dual
+        self.tol = tol
+        self.C = C
+        self.multi_class = multi_class
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.random_state = random_state
+        self.max_iter = max_iter
+        self.shrinking = shrinking
+        self.warm_start = warm_start
+        self.callback = callback
+        self.time_limit = time_limit
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on ``X`` (dense or CSR; float32 stays float32) and labels ``y``."""
+        self._check_params()
+        t_start = time.perf_counter()
+        X, y = self._validate_train(X, y, y_numeric=False)
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(
+                "This solver needs samples of at least 2 classes in the data, but the data contains only one "
+                f"class: {classes[0]!r}"
+            )
+        dual = _resolve_dual(self.dual, self.multi_class, self.penalty, self.loss, X)
+        solver = liblinear_solver_type(self.multi_class, self.penalty, self.loss, dual)
+        sw = self._sample_weights(sample_weight, X)
+        cw = compute_class_weight(self.class_weight, classes=classes, y=y, sample_weight=sample_weight)
+        bias = self._bias()
+        keep = np.flatnonzero(sw > 0)
+        if keep.shape[0] < X.shape[0]:
+            X, y_idx, sw = X[keep], y_idx[keep], sw[keep]
+            if np.unique(y_idx).shape[0] < 2:
+                raise ValueError("after removing samples of zero weight, fewer than 2 classes are left")
+        n, nf = X.shape
+        k = classes.shape[0]
+        seed = self._seed()
+        warm = self._warm((solver, tuple(classes.tolist()), bias, keep.shape[0]), n)
+        ratio = self.C / warm["C"] if warm is not None else 1.0
+        C = float(self.C)
+
+        if solver == 4:
+            ld = linear_data(X, bias)
+            alpha0 = warm["dual"][0] * ratio if warm is not None else None
+            fits = [
+                crammer_singer.solve(ld, y_idx, k, C * sw * cw[y_idx], seed=seed, alpha0=alpha0, **self._options(0, 1))
+            ]
+        else:
+            targets = [1] if k == 2 else list(range(k))
+            ld = linear_data(X, bias) if solver != 5 else None
+            cols = cd_l1.to_columns(X, bias) if solver == 5 else None
+            threads = self._threads(len(targets))
+
+            def job(p_no, m):
+                pos = y_idx == m
+                yb = np.where(pos, 1.0, -1.0)
+                if k == 2:
+                    Ci = C * sw * cw[y_idx]
+                else:
+                    Ci = C * sw * np.where(pos, cw[m], 1.0)
+                opts = self._options(p_no, len(targets))
+                prev_dual = warm["dual"][p_no] * ratio if warm is not None and warm["dual"][p_no] is not None else None
+                prev_w = warm["w"][p_no] if warm is not None else None
+                s = seed + 7919 * p_no
+                if solver in (1, 3):
+                    return dual_cd.solve_svc(
+                        ld, yb, Ci, squared=solver == 1, shrinking=self.shrinking, seed=s, alpha0=prev_dual, **opts
+                    )
+                if solver == 2:
+                    return tron.solve(ld, yb, Ci, kind="squared_hinge", w0=prev_w, parallel=threads == 1, **opts)
+                return cd_l1.solve(
+                    None, bias, yb, Ci, shrinking=self.shrinking, seed=s, w0=prev_w, columns=cols, **opts
+                )
+
+            jobs = [(lambda p=p, m=m: job(p, m)) for p, m in enumerate(targets)]
+            fits = self._run_problems(jobs, threads)
+            if len(fits) < len(targets):  # a callback stopped the fit: the remaining problems keep zero weights
+                for p in range(len(fits), len(targets)):
+                    w0 = np.zeros(nf + (1 if bias > 0 else 0))
+                    fits.append(dual_cd.LinearFit(w0, None, np.nan, None, 0, np.inf, "callback"))
+
+        self._warm_state = {
+            "key": (solver, tuple(classes.tolist()), bias, keep.shape[0]),
+            "n": n,
+            "C": C,
+            "dual": [f.dual for f in fits],
+            "w": [f.w for f in fits],
+        }
+        self.classes_ = classes
+        self.solver_type_ = int(solver)
+        coef, intercept = self._finish(fits, nf, bias, t_start)
+        if solver == 4 and k == 2:  # one decision function, as scikit-learn
+            coef = (coef[1] - coef[0]).reshape(1, -1)
+            if intercept is not None:
+                intercept = np.array([intercept[1] - intercept[0]])
+        self.coef_ = np.ascontiguousarray(coef)
+        self.intercept_ = intercept if intercept is not None else 0.0
+        return self
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if isinstance(state, dict):
+            state = dict(state)
+            state.pop("_warm_state", None)  # dual variables of the last fit (n_samples per problem)
+        return state
+
+
+class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
+    """Linear support vector regression (LIBLINEAR's models, compiled solvers).
+
+    Parameters as ``sklearn.svm.LinearSVR`` plus ``shrinking``, ``warm_start``, ``callback``, ``time_limit`` and
+    ``n_jobs`` (unused: one problem); see the module docstring.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : ndarray of shape (1,), or 0.0 without ``fit_intercept``
+    n_features_in_, n_iter_, objective_, duality_gap_, margin_, solver_type_, fit_status_
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "epsilon": [numbers.Real],
+        "tol": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "C": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "loss": [StrOptions({"epsilon_insensitive", "squared_epsilon_insensitive"})],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
+        "dual": ["boolean", StrOptions({"auto"})],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        **_LinearSVMBase._extra_constraints,
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=0.0,
+        tol=1e-4,
+        C=1.0,
+        loss="epsilon_insensitive",
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        dual="auto",
+        verbose=0,
+        random_state=None,
+        max_iter=1000,
+        shrinking=True,
+        warm_start=False,
+        callback=None,
+        time_limit=None,
+        n_jobs=None,
+    ):
+        self.epsilon = epsilon
+        self.tol = tol
+        self.C = C
+        self.loss = loss
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.dual = dual
+        self.verbose = verbose
+        self.random_state = random_state
+        self.max_iter = max_iter
+        self.shrinking = shrinking
+        self.warm_start = warm_start
+        self.callback = callback
+        self.time_limit = time_limit
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on ``X`` (dense or CSR; float32 stays float32) and targets ``y``."""
+        self._check_params()
+        t_start = time.perf_counter()
+        X, y = self._validate_train(X, y, y_numeric=True)
+        y = np.asarray(y, dtype=np.float64)
+        dual = _resolve_dual(self.dual, "ovr", "l2", self.loss, X)
+        solver = liblinear_solver_type("ovr", "l2", self.loss, dual)
+        sw = self._sample_weights(sample_weight, X)
+        keep = np.flatnonzero(sw > 0)
+        if keep.shape[0] < X.shape[0]:
+            X, y, sw = X[keep], y[keep], sw[keep]
+        if X.shape[0] == 0:
+            raise ValueError("every sample has zero weight")
+        n, nf = X.shape
+        bias = self._bias()
+        ld = linear_data(X, bias)
+        Ci = float(self.C) * sw
+        warm = self._warm((solver, bias, keep.shape[0]), n)
+        opts = self._options(0, 1)
+        if solver == 11:
+            fit = tron.solve(
+                ld,
+                y,
+                Ci,
+                kind="squared_epsilon_insensitive",
+                epsilon=float(self.epsilon),
+                w0=None if warm is None else warm["w"],
+                **opts,
+            )
+        else:
+            # the previous beta as it is (clipped into the new box): scaling by C_new / C_old, as for the
+            # classifiers, measured no better for regression, where most beta sit at a bound or at zero
+            beta0 = None if warm is None or warm["dual"] is None else warm["dual"]
+            fit = dual_cd.solve_svr(
+                ld,
+                y,
+                Ci,
+                float(self.epsilon),
+                squared=solver == 12,
+                shrinking=self.shrinking,
+                seed=self._seed(),
+                beta0=beta0,
+                **opts,
+            )
+        self._warm_state = {
+            "key": (solver, bias, keep.shape[0]),
+            "n": n,
+            "C": float(self.C),
+            "dual": fit.dual,
+            "w": fit.w,
+        }
+        self.solver_type_ = int(solver)
+        coef, intercept = self._finish([fit], nf, bias, t_start)
+        self.coef_ = np.ascontiguousarray(coef[0])
+        self.intercept_ = intercept if intercept is not None else 0.0
+        return self
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if isinstance(state, dict):
+            state = dict(state)
+            state.pop("_warm_state", None)
+        return state

@@ -1,0 +1,345 @@
+r"""What the linear solvers share: the data view, row products, a random generator, the chunked driver.
+
+Every linear solver sees the training rows :math:`x_i` through :class:`LinearData`: a dense C-ordered
+array *or* the three CSR arrays (never both; the other is an empty placeholder, so one compiled
+function serves both), plus an optional constant *bias feature* :math:`B` appended to every row (LIBLINEAR's
+``-B``, scikit-learn's ``intercept_scaling``).  With the bias feature the weight vector has
+``n_features + 1`` entries and the intercept is :math:`B\,w_{d}`; the bias weight is regularised like the
+others, as in LIBLINEAR.  Float32 data stay float32 (the solvers compile once per dtype); the weights are
+float64.
+
+The compiled loops release the GIL (``nogil=True``), so one-vs-rest problems run on threads.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from llvmlite import ir
+from numba import njit
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+#: seconds one compiled chunk should take when a callback or time limit is watched
+CHUNK_SECONDS = 0.2
+#: dense data with fewer non-zeros than this fraction are handed to the solvers as CSR (MNIST: 19% non-zeros,
+#: 2.5x faster epochs than the dense loops, which visit every zero)
+SPARSE_BELOW = 0.5
+
+
+@dataclass
+class LinearData:
+    """Training rows for the compiled linear solvers (see the module docstring)."""
+
+    Xd: np.ndarray
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    dense: bool
+    n_features: int
+    bias: float
+
+    @property
+    def n_samples(self):
+        return self.Xd.shape[0] if self.dense else self.indptr.shape[0] - 1
+
+    @property
+    def n_weights(self):
+        return self.n_features + (1 if self.bias > 0 else 0)
+
+    def args(self):
+        """The positional arguments the compiled helpers take, in order."""
+        return (self.Xd, self.data, self.indices, self.indptr, self.dense, self.n_features, float(self.bias))
+
+
+@njit(cache=True, nogil=True)
+def _all_float32(a):
+    """Whether every value of ``a`` is exactly a float32 (stops at the first that is not)."""
+    for v in a.ravel():
+        if np.float64(np.float32(v)) != v:
+            return False
+    return True
+
+
+def _lossless_float32(a):
+    """``a`` as float32 when every value survives the round trip exactly (0/1 features, counts, ...), else ``a``:
+    half the memory traffic for the same arithmetic (products and sums stay float64)."""
+    if a.dtype != np.float64 or a.size == 0 or not _all_float32(a):
+        return a
+    return a.astype(np.float32)
+
+
+def linear_data(X, bias):
+    """A :class:`LinearData` for ``X`` (dense, or CSR with sorted indices) and bias feature ``bias`` (<= 0: none).
+    Float64 values that are exactly float32 are stored as float32 (:func:`_lossless_float32`); dense data with
+    fewer than :data:`SPARSE_BELOW` non-zeros go to CSR."""
+    bias = float(bias) if bias is not None and bias > 0 else -1.0
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        data = _lossless_float32(X.data)
+        dt = data.dtype
+        return LinearData(
+            np.empty((0, 0), dtype=dt),
+            data,
+            X.indices.astype(np.int32, copy=False),
+            X.indptr.astype(np.int64, copy=False),
+            False,
+            X.shape[1],
+            bias,
+        )
+    X = np.ascontiguousarray(X)
+    if X.size and np.count_nonzero(X) < SPARSE_BELOW * X.size:
+        data, indices, indptr = _dense_to_csr(X)
+        return linear_data(sp.csr_matrix((data, indices, indptr), shape=X.shape), bias)
+    X = _lossless_float32(X)
+    return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
+
+
+@njit(cache=True, nogil=True)
+def _dense_to_csr(X):
+    """CSR arrays of a dense C-ordered matrix (two passes; several times faster than going through COO)."""
+    n, d = X.shape
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = 0
+        for j in range(d):
+            if X[i, j] != 0:
+                c += 1
+        indptr[i + 1] = indptr[i] + c
+    data = np.empty(indptr[n], dtype=X.dtype)
+    indices = np.empty(indptr[n], dtype=np.int32)
+    for i in range(n):
+        k = indptr[i]
+        for j in range(d):
+            v = X[i, j]
+            if v != 0:
+                data[k] = v
+                indices[k] = j
+                k += 1
+    return data, indices, indptr
+
+
+def subset_rows(X, rows):
+    """Rows ``rows`` of dense or CSR ``X`` (no copy when every row is kept)."""
+    if rows.shape[0] == X.shape[0]:
+        return X
+    return X[rows]
+
+
+# --------------------------------------------------------------------------- compiled helpers
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """LLVM's ``prefetch`` (read, keep in all cache levels) of ``arr[idx]``."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prefetch_row(i, Xd, data, indices, indptr, dense, nf):
+    """Ask the memory system for row ``i`` (its first 512 bytes) before it is needed.
+
+    The coordinate-descent solvers visit rows in a random order, so each row starts with a cache miss the
+    hardware prefetcher cannot foresee; issuing the loads of the row two steps ahead hides that latency
+    (measured 1.8x faster epochs on a9a).
+    """
+    if dense:
+        stop = min(nf, 64)
+        for j in range(0, stop, 8):
+            _prefetch(Xd[i], j)
+    else:
+        prefetch_csr(i, data, indices, indptr)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prefetch_csr(i, data, indices, indptr):
+    """:func:`prefetch_row` for CSR arrays."""
+    lo = indptr[i]
+    hi = min(indptr[i + 1], lo + 64)
+    for k in range(lo, hi, 8):
+        _prefetch(data, k)
+    for k in range(lo, hi, 16):
+        _prefetch(indices, k)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias):
+    """:math:`w \\cdot x_i` (with the bias feature)."""
+    s = 0.0
+    if dense:
+        for j in range(nf):
+            s += Xd[i, j] * w[j]
+    else:
+        for k in range(indptr[i], indptr[i + 1]):
+            s += data[k] * w[indices[k]]
+    if bias > 0:
+        s += bias * w[nf]
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_axpy(i, a, w, Xd, data, indices, indptr, dense, nf, bias):
+    """:math:`w \\leftarrow w + a\\,x_i`."""
+    if dense:
+        for j in range(nf):
+            w[j] += a * Xd[i, j]
+    else:
+        for k in range(indptr[i], indptr[i + 1]):
+            w[indices[k]] += a * data[k]
+    if bias > 0:
+        w[nf] += a * bias
+
+
+@njit(cache=True, nogil=True)
+def row_sqnorms(Xd, data, indices, indptr, dense, nf, bias):
+    """:math:`\\|x_i\\|^2` for every row (with the bias feature)."""
+    n = Xd.shape[0] if dense else indptr.shape[0] - 1
+    out = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        if dense:
+            for j in range(nf):
+                v = Xd[i, j]
+                s += v * v
+        else:
+            for k in range(indptr[i], indptr[i + 1]):
+                v = data[k]
+                s += v * v
+        if bias > 0:
+            s += bias * bias
+        out[i] = s
+    return out
+
+
+@njit(cache=True, nogil=True)
+def all_dots(w, Xd, data, indices, indptr, dense, nf, bias):
+    """:math:`X w` (with the bias feature)."""
+    n = Xd.shape[0] if dense else indptr.shape[0] - 1
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def hinge_objective(w, Xd, data, indices, indptr, dense, nf, bias, y, C, squared):
+    r"""1/2 w.w + sum_i C_i xi_i (or xi_i^2), xi_i = max(0, 1 - y_i w.x_i): the primal objective, one pass."""
+    n = y.shape[0]
+    f = 0.0
+    for j in range(w.shape[0]):
+        f += 0.5 * w[j] * w[j]
+    for i in range(n):
+        xi = 1.0 - y[i] * row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+        if xi > 0.0:
+            f += C[i] * (xi * xi if squared else xi)
+    return f
+
+
+@njit(cache=True, nogil=True)
+def weighted_sum(coef, out, Xd, data, indices, indptr, dense, nf, bias):
+    """:math:`out \\leftarrow \\sum_i coef_i\\, x_i` (rows with ``coef_i == 0`` skipped)."""
+    out[:] = 0.0
+    n = coef.shape[0]
+    for i in range(n):
+        c = coef[i]
+        if c != 0.0:
+            row_axpy(i, c, out, Xd, data, indices, indptr, dense, nf, bias)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rand_below(state, k):
+    """A pseudo-random integer in [0, k) (k < 2**32) from the 64-bit xorshift* generator kept in ``state[0]``."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    r = (x * np.uint64(2685821657736338717)) >> np.uint64(32)  # 32 random bits
+    return np.int64((r * np.uint64(k)) >> np.uint64(32))  # Lemire's multiply-shift: no division
+
+
+def rng_state(seed):
+    """The generator state for :func:`rand_below` from an integer seed (never zero)."""
+    s = np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % (1 << 64)) or np.uint64(1)
+    return np.array([s], dtype=np.uint64)
+
+
+# --------------------------------------------------------------------------- the chunked driver
+
+
+def drive(
+    step,
+    max_iter,
+    tol,
+    *,
+    callback=None,
+    callback_info=None,
+    time_limit=None,
+    report=None,
+    verbose=False,
+    name="solver",
+    first_chunk=1,
+):
+    """Run ``step(k)`` (at most ``k`` more outer iterations; returns ``(code, iteration)`` with code 0 when
+    converged) until convergence, ``max_iter``, the time limit or a callback that returns False.
+
+    Without a callback, time limit or verbose output the whole run is one compiled call.  Otherwise the
+    iterations come in chunks sized to last about :data:`CHUNK_SECONDS`; between chunks ``report()`` gives
+    ``(objective, violation)`` for the callback dict ``{'iteration', 'objective', 'violation', 'tol',
+    'elapsed', 'subproblem', 'n_subproblems'}``.  Returns ``(status, iteration)``.
+    """
+    t0 = time.perf_counter()
+    if callback is None and time_limit is None and not verbose:
+        code, it = step(int(max_iter))
+        return ("converged" if code == 0 else "max_iter"), int(it)
+    chunk = max(int(first_chunk), 1)
+    it = 0
+    while True:
+        steps = min(chunk, int(max_iter) - it)
+        if steps <= 0:
+            return "max_iter", it
+        tc = time.perf_counter()
+        code, it = step(steps)
+        it = int(it)
+        dt = time.perf_counter() - tc
+        if code == 0:
+            return "converged", it
+        if dt > 0:
+            chunk = int(min(max(chunk * CHUNK_SECONDS / dt, 1), 1_000_000))
+        elapsed = time.perf_counter() - t0
+        if verbose or callback is not None:
+            objective, violation = report()
+            if verbose:
+                print(f"[{name}] iter {it}  objective {objective:.6g}  violation {violation:.3e}  {elapsed:.1f}s")
+            if callback is not None:
+                info = {
+                    "iteration": it,
+                    "objective": float(objective),
+                    "violation": float(violation),
+                    "tol": float(tol),
+                    "elapsed": elapsed,
+                    "subproblem": 0,
+                    "n_subproblems": 1,
+                }
+                if callback_info:
+                    info.update(callback_info)
+                if callback(info) is False:
+                    return "callback", it
+        if time_limit is not None and elapsed >= time_limit:
+            return "time_limit", it

@@ -1,0 +1,573 @@
+r"""Dual coordinate descent for L2-regularised linear SVMs (LIBLINEAR's solvers 1, 3, 12 and 13).
+
+Classification (Hsieh, Chang, Lin, Keerthi and Sundararajan, ICML 2008)
+-----------------------------------------------------------------------
+Primal, with labels :math:`y_i \in \{-1, +1\}`, per-sample :math:`C_i` and :math:`\xi_i = \max(0, 1 - y_i w\cdot x_i)`:
+
+.. math:: \min_w\ \tfrac12 w\cdot w + \sum_i C_i \xi_i \quad\text{(hinge)}
+          \qquad\text{or}\qquad \min_w\ \tfrac12 w\cdot w + \sum_i C_i \xi_i^2 \quad\text{(squared hinge)}.
+
+Dual: :math:`\min_\alpha \tfrac12 \alpha^T \bar Q \alpha - e^T\alpha` subject to :math:`0 \le \alpha_i \le U_i`, where
+:math:`\bar Q = Q + D`, :math:`Q_{ij} = y_i y_j x_i\cdot x_j`, and :math:`D_{ii} = 0, U_i = C_i` (hinge) or
+:math:`D_{ii} = 1/(2C_i), U_i = \infty` (squared hinge).  The solver keeps :math:`w = \sum_i y_i\alpha_i x_i`, so
+one coordinate costs two sparse row operations.  For coordinate :math:`i` the gradient is
+:math:`G = y_i w\cdot x_i - 1 + D_{ii}\alpha_i`, and the exact one-variable minimiser is
+
+.. math:: \alpha_i \leftarrow \min\big(\max(\alpha_i - G/\bar Q_{ii},\ 0),\ U_i\big),
+          \qquad w \leftarrow w + (\alpha_i^{new} - \alpha_i^{old})\, y_i x_i.
+
+Each outer iteration (epoch) visits the active coordinates in a random order.  The projected gradient
+:math:`PG` (:math:`\min(G,0)` at :math:`\alpha_i = 0`, :math:`\max(G,0)` at :math:`U_i`, :math:`G` inside) gives
+the stopping rule :math:`\max PG - \min PG \le` ``tol``; *shrinking* drops a variable at a bound whose gradient
+points out of the box by more than the previous epoch's extreme :math:`PG` and checks the full set again
+before stopping.
+
+Regression (Ho and Lin, JMLR 2012)
+----------------------------------
+Primal: :math:`\min_w \tfrac12 w\cdot w + \sum_i C_i \max(0, |w\cdot x_i - y_i| - \epsilon)` (or its square).
+Dual: :math:`\min_\beta \tfrac12 \beta^T (Q + D)\beta - y^T\beta + \epsilon\|\beta\|_1`, :math:`-U_i \le \beta_i \le
+U_i`, with :math:`Q_{ij} = x_i\cdot x_j`, :math:`D_{ii} = 0, U_i = C_i` (absolute) or :math:`D_{ii} = 1/(2C_i),
+U_i = \infty` (squared), and :math:`w = \sum_i \beta_i x_i`.  With :math:`G = w\cdot x_i - y_i + D_{ii}\beta_i`,
+:math:`H = \|x_i\|^2 + D_{ii}` and :math:`G^\pm = G \pm \epsilon`, the one-variable minimiser of the piecewise
+quadratic is :math:`\beta_i - G^+/H` if :math:`G^+ < H\beta_i`, :math:`\beta_i - G^-/H` if :math:`G^- > H\beta_i`,
+else 0, clipped to :math:`[-U_i, U_i]`.  Stopping: the sum of the violations of an epoch at most ``tol`` times
+that of the first epoch (LIBLINEAR's rule).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._linear_common import (
+    drive,
+    prefetch_csr,
+    prefetch_row,
+    rand_below,
+    rng_state,
+    row_axpy,
+    row_dot,
+    row_sqnorms,
+    weighted_sum,
+)
+
+INF = np.inf
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _svc_epochs(
+    Xd,
+    data,
+    indices,
+    indptr,
+    dense,
+    nf,
+    bias,
+    y,
+    diag,
+    upper,
+    QD,
+    alpha,
+    w,
+    index,
+    istate,
+    fstate,
+    rng,
+    tol,
+    n_epochs,
+    shrinking,
+):
+    """Up to ``n_epochs`` epochs.  istate = [active_size, iteration]; fstate = [PGmax_old, PGmin_old, violation].
+    Returns 0 when converged, 1 otherwise."""
+    n = y.shape[0]
+    active = istate[0]
+    pg_max_old = fstate[0]
+    pg_min_old = fstate[1]
+    for _ in range(n_epochs):
+        pg_max = -INF
+        pg_min = INF
+        for s in range(active):
+            j = s + rand_below(rng, active - s)
+            t = index[s]
+            index[s] = index[j]
+            index[j] = t
+        s = 0
+        while s < active:
+            i = index[s]
+            if s + 2 < active:
+                prefetch_row(index[s + 2], Xd, data, indices, indptr, dense, nf)
+            yi = y[i]
+            a = alpha[i]
+            G = yi * row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias) - 1.0 + diag[i] * a
+            PG = 0.0
+            if a == 0.0:
+                if shrinking and G > pg_max_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+                if G < 0.0:
+                    PG = G
+            elif a == upper[i]:
+                if shrinking and G < pg_min_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+                if G > 0.0:
+                    PG = G
+            else:
+                PG = G
+            pg_max = max(pg_max, PG)
+            pg_min = min(pg_min, PG)
+            if abs(PG) > 1e-12:
+                na = a - G / QD[i]
+                if na < 0.0:
+                    na = 0.0
+                elif na > upper[i]:
+                    na = upper[i]
+                alpha[i] = na
+                d = (na - a) * yi
+                if d != 0.0:
+                    row_axpy(i, d, w, Xd, data, indices, indptr, dense, nf, bias)
+            s += 1
+        istate[1] += 1
+        viol = pg_max - pg_min if active > 0 else 0.0
+        fstate[2] = viol
+        if viol <= tol:
+            if active == n:
+                istate[0] = active
+                fstate[0] = pg_max_old
+                fstate[1] = pg_min_old
+                return 0
+            active = n
+            pg_max_old = INF
+            pg_min_old = -INF
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else INF
+        pg_min_old = pg_min if pg_min < 0.0 else -INF
+    istate[0] = active
+    fstate[0] = pg_max_old
+    fstate[1] = pg_min_old
+    return 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _svc_epochs_csr(
+    data, indices, indptr, nf, bias, y, diag, upper, QD, alpha, w, index, istate, fstate, rng, tol, n_epochs, shrinking
+):
+    """:func:`_svc_epochs` for CSR rows, the inner loops written out (the hot path of sparse data: measured 1.4-1.8x
+    faster than going through the generic row helpers)."""
+    n = y.shape[0]
+    active = istate[0]
+    pg_max_old = fstate[0]
+    pg_min_old = fstate[1]
+    has_bias = bias > 0
+    for _ in range(n_epochs):
+        pg_max = -INF
+        pg_min = INF
+        for s in range(active):
+            j = s + rand_below(rng, active - s)
+            t = index[s]
+            index[s] = index[j]
+            index[j] = t
+        s = 0
+        while s < active:
+            i = index[s]
+            if s + 2 < active:
+                prefetch_csr(index[s + 2], data, indices, indptr)
+            lo = indptr[i]
+            hi = indptr[i + 1]
+            yi = y[i]
+            a = alpha[i]
+            acc = bias * w[nf] if has_bias else 0.0
+            for k in range(lo, hi):
+                acc += data[k] * w[indices[k]]
+            G = yi * acc - 1.0 + diag[i] * a
+            PG = 0.0
+            if a == 0.0:
+                if shrinking and G > pg_max_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+                if G < 0.0:
+                    PG = G
+            elif a == upper[i]:
+                if shrinking and G < pg_min_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+                if G > 0.0:
+                    PG = G
+            else:
+                PG = G
+            pg_max = max(pg_max, PG)
+            pg_min = min(pg_min, PG)
+            if abs(PG) > 1e-12:
+                na = min(max(a - G / QD[i], 0.0), upper[i])
+                alpha[i] = na
+                d = (na - a) * yi
+                if d != 0.0:
+                    for k in range(lo, hi):
+                        w[indices[k]] += d * data[k]
+                    if has_bias:
+                        w[nf] += d * bias
+            s += 1
+        istate[1] += 1
+        viol = pg_max - pg_min if active > 0 else 0.0
+        fstate[2] = viol
+        if viol <= tol:
+            if active == n:
+                istate[0] = active
+                fstate[0] = pg_max_old
+                fstate[1] = pg_min_old
+                return 0
+            active = n
+            pg_max_old = INF
+            pg_min_old = -INF
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else INF
+        pg_min_old = pg_min if pg_min < 0.0 else -INF
+    istate[0] = active
+    fstate[0] = pg_max_old
+    fstate[1] = pg_min_old
+    return 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _svr_epochs(
+    Xd,
+    data,
+    indices,
+    indptr,
+    dense,
+    nf,
+    bias,
+    y,
+    lam,
+    upper,
+    QD,
+    beta,
+    w,
+    index,
+    istate,
+    fstate,
+    rng,
+    eps,
+    tol,
+    n_epochs,
+    shrinking,
+):
+    """Up to ``n_epochs`` epochs of the regression dual.  istate = [active_size, iteration];
+    fstate = [Gmax_old, Gnorm1_init, violation (sum of the last epoch's)].  Returns 0 when converged."""
+    n = y.shape[0]
+    active = istate[0]
+    g_max_old = fstate[0]
+    g_norm1_init = fstate[1]
+    for _ in range(n_epochs):
+        g_max = 0.0
+        g_norm1 = 0.0
+        for s in range(active):
+            j = s + rand_below(rng, active - s)
+            t = index[s]
+            index[s] = index[j]
+            index[j] = t
+        s = 0
+        while s < active:
+            i = index[s]
+            if s + 2 < active:
+                prefetch_row(index[s + 2], Xd, data, indices, indptr, dense, nf)
+            b = beta[i]
+            U = upper[i]
+            G = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias) - y[i] + lam[i] * b
+            H = QD[i] + lam[i]
+            Gp = G + eps
+            Gn = G - eps
+            viol = 0.0
+            if b == 0.0:
+                if Gp < 0.0:
+                    viol = -Gp
+                elif Gn > 0.0:
+                    viol = Gn
+                elif shrinking and Gp > g_max_old and Gn < -g_max_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+            elif b >= U:
+                if Gp > 0.0:
+                    viol = Gp
+                elif shrinking and Gp < -g_max_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+            elif b <= -U:
+                if Gn < 0.0:
+                    viol = -Gn
+                elif shrinking and Gn > g_max_old:
+                    active -= 1
+                    index[s] = index[active]
+                    index[active] = i
+                    continue
+            elif b > 0.0:
+                viol = abs(Gp)
+            else:
+                viol = abs(Gn)
+            g_max = max(g_max, viol)
+            g_norm1 += viol
+            if H <= 0.0:
+                s += 1
+                continue
+            if Gp < H * b:
+                d = -Gp / H
+            elif Gn > H * b:
+                d = -Gn / H
+            else:
+                d = -b
+            if abs(d) >= 1e-12:
+                nb = b + d
+                if nb > U:
+                    nb = U
+                elif nb < -U:
+                    nb = -U
+                beta[i] = nb
+                if nb != b:
+                    row_axpy(i, nb - b, w, Xd, data, indices, indptr, dense, nf, bias)
+            s += 1
+        if istate[1] == 0 and g_norm1_init < 0.0:
+            g_norm1_init = g_norm1
+        istate[1] += 1
+        fstate[2] = g_norm1
+        if g_norm1 <= tol * g_norm1_init:
+            if active == n:
+                istate[0] = active
+                fstate[0] = g_max_old
+                fstate[1] = g_norm1_init
+                return 0
+            active = n
+            g_max_old = INF
+            continue
+        g_max_old = g_max
+    istate[0] = active
+    fstate[0] = g_max_old
+    fstate[1] = g_norm1_init
+    return 1
+
+
+# --------------------------------------------------------------------------- objectives
+
+
+def svc_primal(w, ld, y, C, squared):
+    """:math:`\\tfrac12 w\\cdot w + \\sum_i C_i \\xi_i` (or :math:`\\xi_i^2`)."""
+    from ._linear_common import hinge_objective
+
+    return float(hinge_objective(w, *ld.args(), y, C, bool(squared)))
+
+
+def svr_primal(w, ld, y, C, eps, squared):
+    """:math:`\\tfrac12 w\\cdot w + \\sum_i C_i \\max(0, |w\\cdot x_i - y_i| - \\epsilon)` (or its square)."""
+    from ._linear_common import all_dots
+
+    r = np.maximum(0.0, np.abs(all_dots(w, *ld.args()) - y) - eps)
+    loss = r * r if squared else r
+    return float(0.5 * w @ w + C @ loss)
+
+
+# --------------------------------------------------------------------------- drivers
+
+
+class LinearFit:
+    """What a linear solver leaves: weights ``w`` (bias weight last), dual variables (or None), the primal
+    ``objective``, ``dual_objective`` (or None), ``n_iter``, ``violation``, ``status`` and ``converged``."""
+
+    def __init__(self, w, dual, objective, dual_objective, n_iter, violation, status):
+        self.w = w
+        self.dual = dual
+        self.objective = float(objective)
+        self.dual_objective = None if dual_objective is None else float(dual_objective)
+        self.n_iter = int(n_iter)
+        self.violation = float(violation)
+        self.status = status
+        self.converged = status == "converged"
+
+    @property
+    def gap(self):
+        return None if self.dual_objective is None else self.objective - self.dual_objective
+
+
+def _warm_dual(alpha0, lower, upper, n):
+    if alpha0 is None:
+        return np.zeros(n)
+    a = np.asarray(alpha0, dtype=np.float64).copy()
+    return np.minimum(np.maximum(a, lower), upper)
+
+
+def solve_svc(
+    ld,
+    y,
+    C,
+    *,
+    squared=True,
+    tol=0.1,
+    max_iter=1000,
+    shrinking=True,
+    seed=0,
+    alpha0=None,
+    callback=None,
+    callback_info=None,
+    time_limit=None,
+    verbose=False,
+):
+    """Binary L2-regularised SVM by dual coordinate descent (see the module docstring).
+
+    ``ld``: :class:`~maxmargin.solvers._linear_common.LinearData`; ``y`` in {-1, +1}; ``C`` per sample (> 0);
+    ``alpha0``: a warm start (clipped into the new box).  Returns a :class:`LinearFit` (``dual`` = alpha).
+    """
+    n = y.shape[0]
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    if squared:
+        diag = 0.5 / C
+        upper = np.full(n, INF)
+    else:
+        diag = np.zeros(n)
+        upper = C.copy()
+    QD = row_sqnorms(*ld.args()) + diag
+    alpha = _warm_dual(alpha0, 0.0, upper, n)
+    w = np.zeros(ld.n_weights)
+    if alpha.any():
+        weighted_sum(alpha * y, w, *ld.args())
+    index = np.arange(n, dtype=np.int64)
+    istate = np.array([n, 0], dtype=np.int64)
+    fstate = np.array([INF, -INF, INF])
+    rng = rng_state(seed)
+    args = ld.args()
+
+    def step(k):
+        if ld.dense:
+            code = _svc_epochs(
+                *args, y, diag, upper, QD, alpha, w, index, istate, fstate, rng, float(tol), int(k), bool(shrinking)
+            )
+        else:
+            code = _svc_epochs_csr(
+                ld.data,
+                ld.indices,
+                ld.indptr,
+                ld.n_features,
+                float(ld.bias),
+                y,
+                diag,
+                upper,
+                QD,
+                alpha,
+                w,
+                index,
+                istate,
+                fstate,
+                rng,
+                float(tol),
+                int(k),
+                bool(shrinking),
+            )
+        return code, istate[1]
+
+    def report():
+        return svc_primal(w, ld, y, C, squared), fstate[2]
+
+    status, it = drive(
+        step,
+        max_iter,
+        tol,
+        callback=callback,
+        callback_info=callback_info,
+        time_limit=time_limit,
+        report=report,
+        verbose=verbose,
+        name="dual-cd",
+    )
+    primal = svc_primal(w, ld, y, C, squared)
+    dual = float(alpha.sum() - 0.5 * w @ w - 0.5 * np.sum(diag * alpha * alpha))
+    return LinearFit(w, alpha, primal, dual, it, fstate[2], status)
+
+
+def solve_svr(
+    ld,
+    y,
+    C,
+    epsilon,
+    *,
+    squared=False,
+    tol=0.1,
+    max_iter=1000,
+    shrinking=True,
+    seed=0,
+    beta0=None,
+    callback=None,
+    callback_info=None,
+    time_limit=None,
+    verbose=False,
+):
+    """L2-regularised linear SVR by dual coordinate descent (see the module docstring).  Returns a
+    :class:`LinearFit` (``dual`` = beta)."""
+    n = y.shape[0]
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    if squared:
+        lam = 0.5 / C
+        upper = np.full(n, INF)
+    else:
+        lam = np.zeros(n)
+        upper = C.copy()
+    QD = row_sqnorms(*ld.args())
+    beta = _warm_dual(beta0, -upper, upper, n)
+    w = np.zeros(ld.n_weights)
+    if beta.any():
+        weighted_sum(beta, w, *ld.args())
+    index = np.arange(n, dtype=np.int64)
+    istate = np.array([n, 0], dtype=np.int64)
+    fstate = np.array([INF, -1.0, INF])
+    if beta0 is not None:  # relative stopping rule: measured from beta = 0, as a cold start would
+        fstate[1] = float(np.maximum(np.abs(y) - epsilon, 0.0).sum())
+    rng = rng_state(seed)
+    args = ld.args()
+
+    def step(k):
+        code = _svr_epochs(
+            *args,
+            y,
+            lam,
+            upper,
+            QD,
+            beta,
+            w,
+            index,
+            istate,
+            fstate,
+            rng,
+            float(epsilon),
+            float(tol),
+            int(k),
+            bool(shrinking),
+        )
+        return code, istate[1]
+
+    def report():
+        return svr_primal(w, ld, y, C, epsilon, squared), fstate[2]
+
+    status, it = drive(
+        step,
+        max_iter,
+        tol,
+        callback=callback,
+        callback_info=callback_info,
+        time_limit=time_limit,
+        report=report,
+        verbose=verbose,
+        name="dual-cd",
+    )
+    primal = svr_primal(w, ld, y, C, epsilon, squared)
+    dual = float(y @ beta - epsilon * np.abs(beta).sum() - 0.5 * w @ w - 0.5 * np.sum(lam * beta * beta))
+    return LinearFit(w, beta, primal, dual, it, fstate[2], status)

@@ -1,0 +1,606 @@
+"""LinearSVC / LinearSVR: objectives and weights against liblinear-official, scikit-learn and an independent QP;
+scikit-learn's estimator checks; errors; callback, time limit and warm start; model files both ways."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import maxmargin
+from maxmargin import LinearSVC, LinearSVR
+
+liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+
+SVC_COMBOS = [
+    ("l2", "squared_hinge", True, "ovr"),
+    ("l2", "squared_hinge", False, "ovr"),
+    ("l2", "hinge", True, "ovr"),
+    ("l1", "squared_hinge", False, "ovr"),
+    ("l2", "squared_hinge", True, "crammer_singer"),
+]
+LL_SOLVER = {
+    ("l2", "squared_hinge", True, "ovr"): 1,
+    ("l2", "squared_hinge", False, "ovr"): 2,
+    ("l2", "hinge", True, "ovr"): 3,
+    ("l1", "squared_hinge", False, "ovr"): 5,
+    ("l2", "squared_hinge", True, "crammer_singer"): 4,
+}
+
+
+def _data(n_classes, n=150, d=8, seed=0):
+    X, y = make_classification(
+        n,
+        d,
+        n_informative=min(5, d - 1),
+        n_redundant=1 if d > 5 else 0,
+        n_classes=n_classes,
+        n_clusters_per_class=1,
+        class_sep=0.8,
+        random_state=seed,
+    )
+    return X, y
+
+
+# --------------------------------------------------------------------------- an independent primal objective
+
+
+def primal_svc(penalty, loss, multi_class, X, y, coef, intercept, C, sw=None, cw=None, B=1.0):
+    """LIBLINEAR's objective in numpy, written from the formulas (bias feature B included in the norm)."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+    classes = np.unique(y)
+    k = classes.shape[0]
+    idx = np.searchsorted(classes, y)
+    sw = np.ones(len(y)) if sw is None else sw
+    cw = np.ones(k) if cw is None else cw
+    coef = np.atleast_2d(coef)
+    icpt = np.broadcast_to(np.asarray(intercept, dtype=float), (coef.shape[0],))
+    W = np.hstack([coef, (icpt / B)[:, None]])
+    Xb = np.hstack([X, np.full((len(y), 1), B)])
+    if multi_class == "crammer_singer":
+        if k == 2:
+            raise NotImplementedError
+        scores = Xb @ W.T
+        own = scores[np.arange(len(y)), idx]
+        marg = 1.0 + scores - own[:, None]
+        marg[np.arange(len(y)), idx] = 0.0
+        return [0.5 * np.sum(W * W) + np.sum(C * sw * cw[idx] * marg.max(axis=1))]
+    out = []
+    problems = [(1, W[0])] if k == 2 else list(enumerate(W))
+    for m, w in problems:
+        yy = np.where(idx == m, 1.0, -1.0)
+        Ci = C * sw * (cw[idx] if k == 2 else np.where(idx == m, cw[m], 1.0))
+        xi = np.maximum(0.0, 1.0 - yy * (Xb @ w))
+        loss_v = xi if loss == "hinge" else xi * xi
+        reg = np.abs(w).sum() if penalty == "l1" else 0.5 * w @ w
+        out.append(reg + Ci @ loss_v)
+    return out
+
+
+def primal_svr(loss, X, y, coef, intercept, C, eps, sw=None, B=1.0):
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+    sw = np.ones(len(y)) if sw is None else sw
+    w = np.append(coef, np.asarray(intercept).ravel()[0] / B)
+    r = np.maximum(0.0, np.abs(np.hstack([X, np.full((len(y), 1), B)]) @ w - y) - eps)
+    return 0.5 * w @ w + C * sw @ (r if loss == "epsilon_insensitive" else r * r)
+
+
+def _rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-12)
+
+
+def _agree(a, b):
+    return float(np.mean(a == b))
+
+
+def _agree_decisive(est, X, other):
+    """Agreement of predictions on the points whose top two scores differ (Crammer-Singer solutions put
+    training points exactly on ties between classes)."""
+    d = est.decision_function(X)
+    if d.ndim == 1:
+        keep = np.abs(d) > 1e-6
+    else:
+        top = np.sort(d, axis=1)
+        keep = top[:, -1] - top[:, -2] > 1e-6
+    return _agree(est.predict(X)[keep], np.asarray(other)[keep])
+
+
+# --------------------------------------------------------------------------- against liblinear-official
+
+
+def _liblinear(X, y, solver, C=1.0, eps=1e-7, extra=""):
+    m = liblinearutil.train(
+        np.asarray(y, dtype=float), sp.csr_matrix(X), f"-s {solver} -c {C} -e {eps} -B 1 -q {extra}"
+    )
+    return m
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("combo", SVC_COMBOS, ids=lambda c: "-".join(map(str, c)))
+def test_svc_matches_liblinear(combo, sparse):
+    penalty, loss, dual, mc = combo
+    n_classes = 3
+    X, y = _data(n_classes)
+    cw = {0: 1.0, 1: 2.0, 2: 0.5}
+    Xin = sp.csr_matrix(X) if sparse else X
+    # liblinear-official stops its dual solvers after 1000 epochs (compiled in; "reaching max number of
+    # iterations"): with the hinge loss a small C and tol 1e-6 keep it within them, so that it really converges
+    C = 0.01 if loss == "hinge" else 0.5
+    est = LinearSVC(
+        penalty=penalty,
+        loss=loss,
+        dual=dual,
+        multi_class=mc,
+        C=C,
+        tol=1e-7,
+        max_iter=200000,
+        class_weight=cw,
+        random_state=0,
+    ).fit(Xin, y)
+    wflags = " ".join(f"-w{c} {v}" for c, v in cw.items())
+    m = _liblinear(X, y, LL_SOLVER[combo], C=C, eps=1e-6 if loss == "hinge" else 1e-7, extra=wflags)
+    ref = maxmargin.load_liblinear_model  # read liblinear's weights through our reader (tested below, too)
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ll.model")
+        liblinearutil.save_model(path, m)
+        ll = ref(path)
+    cwv = np.array([cw[c] for c in est.classes_])
+    ours = primal_svc(penalty, loss, mc, X, y, est.coef_, est.intercept_, C, cw=cwv)
+    theirs = primal_svc(penalty, loss, mc, X, y, ll.coef_, ll.intercept_, C, cw=cwv)
+    np.testing.assert_allclose(est.objective_, ours, rtol=1e-9)  # what we report is the objective
+    for a, b in zip(ours, theirs):
+        assert a <= b * (1 + 1e-6), (a, b)
+        assert _rel(a, b) < 1e-4, (a, b)
+    assert _agree_decisive(est, X, ll.predict(X)) >= 0.995
+    p_ll, _, _ = liblinearutil.predict(y.astype(float), sp.csr_matrix(X), m, "-q")
+    assert _agree_decisive(est, X, p_ll) >= 0.995
+
+
+@pytest.mark.parametrize(
+    "loss,dual,solver",
+    [
+        ("epsilon_insensitive", True, 13),
+        ("squared_epsilon_insensitive", True, 12),
+        ("squared_epsilon_insensitive", False, 11),
+    ],
+)
+def test_svr_matches_liblinear(loss, dual, solver, tmp_path):
+    X, y = make_regression(150, 6, noise=5.0, random_state=0)
+    y = y / 50.0
+    C = 0.05 if solver == 13 else 0.5  # within liblinear-official's 1000 epochs (see test_svc_matches_liblinear)
+    est = LinearSVR(loss=loss, dual=dual, epsilon=0.1, C=C, tol=1e-8, max_iter=200000, random_state=0).fit(X, y)
+    m = _liblinear(X, y, solver, C=C, eps=1e-6 if solver == 13 else 1e-8, extra="-p 0.1")
+    liblinearutil.save_model(str(tmp_path / "r.model"), m)
+    ll = maxmargin.load_liblinear_model(tmp_path / "r.model")
+    a = primal_svr(loss, X, y, est.coef_, est.intercept_, C, 0.1)
+    b = primal_svr(loss, X, y, ll.coef_, ll.intercept_, C, 0.1)
+    assert est.objective_[0] == pytest.approx(a, rel=1e-9)
+    assert a <= b * (1 + 1e-6) and _rel(a, b) < 1e-4
+    np.testing.assert_allclose(est.coef_, ll.coef_, rtol=1e-2, atol=1e-3)
+
+
+# --------------------------------------------------------------------------- against scikit-learn
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("combo", SVC_COMBOS, ids=lambda c: "-".join(map(str, c)))
+def test_svc_matches_sklearn_weighted(combo, n_classes, sparse):
+    from sklearn.svm import LinearSVC as SkLinearSVC
+
+    penalty, loss, dual, mc = combo
+    X, y = _data(n_classes, seed=1)
+    sw = np.random.default_rng(0).uniform(0.2, 2.0, len(y))
+    cw = {c: 1.0 + 0.5 * c for c in range(n_classes)}
+    Xin = sp.csr_matrix(X) if sparse else X
+    kw = {
+        "penalty": penalty,
+        "loss": loss,
+        "dual": dual,
+        "multi_class": mc,
+        "C": 1.0,
+        "tol": 1e-7,
+        "max_iter": 200000,
+        "class_weight": cw,
+        "random_state": 0,
+    }
+    est = LinearSVC(**kw).fit(Xin, y, sample_weight=sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVC(**kw).fit(Xin, y, sample_weight=sw)
+    assert est.coef_.shape == sk.coef_.shape
+    assert np.shape(est.intercept_) == np.shape(sk.intercept_)
+    assert _agree_decisive(est, X, sk.predict(X)) >= 0.995
+    if mc == "crammer_singer" and n_classes == 2:
+        return  # one collapsed decision function; the objective needs both classes' weights
+    cwv = np.array([cw[c] for c in est.classes_])
+    ours = primal_svc(penalty, loss, mc, X, y, est.coef_, est.intercept_, 1.0, sw=sw, cw=cwv)
+    theirs = primal_svc(penalty, loss, mc, X, y, sk.coef_, sk.intercept_, 1.0, sw=sw, cw=cwv)
+    for a, b in zip(ours, theirs):
+        assert _rel(a, b) < 1e-4, (a, b)
+
+
+@pytest.mark.parametrize(
+    "loss,dual",
+    [("epsilon_insensitive", True), ("squared_epsilon_insensitive", True), ("squared_epsilon_insensitive", False)],
+)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_svr_matches_sklearn_weighted(loss, dual, sparse):
+    from sklearn.svm import LinearSVR as SkLinearSVR
+
+    X, y = make_regression(150, 6, noise=5.0, random_state=1)
+    y = y / 50.0
+    sw = np.random.default_rng(1).uniform(0.2, 2.0, len(y))
+    Xin = sp.csr_matrix(X) if sparse else X
+    kw = {"loss": loss, "dual": dual, "epsilon": 0.05, "C": 2.0, "tol": 1e-8, "max_iter": 200000, "random_state": 0}
+    est = LinearSVR(**kw).fit(Xin, y, sample_weight=sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVR(**kw).fit(Xin, y, sample_weight=sw)
+    a = primal_svr(loss, X, y, est.coef_, est.intercept_, 2.0, 0.05, sw=sw)
+    b = primal_svr(loss, X, y, sk.coef_, sk.intercept_, 2.0, 0.05, sw=sw)
+    assert _rel(a, b) < 1e-4
+    assert est.coef_.shape == sk.coef_.shape and np.shape(est.intercept_) == np.shape(sk.intercept_)
+    np.testing.assert_allclose(est.predict(X), sk.predict(X), rtol=1e-2, atol=1e-2)
+
+
+def test_no_intercept_and_scaling_like_sklearn():
+    from sklearn.svm import LinearSVC as SkLinearSVC
+
+    X, y = _data(2, seed=3)
+    for kw in ({"fit_intercept": False}, {"intercept_scaling": 10.0}):
+        est = LinearSVC(tol=1e-8, max_iter=100000, **kw).fit(X, y)
+        sk = SkLinearSVC(tol=1e-8, max_iter=100000, **kw).fit(X, y)
+        np.testing.assert_allclose(est.coef_, sk.coef_, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(est.intercept_, sk.intercept_, rtol=1e-4, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- against an independent QP
+
+
+def _qp(P, q, G, h):
+    qpsolvers = pytest.importorskip("qpsolvers")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = qpsolvers.solve_qp(
+            sp.csc_matrix(P),
+            q,
+            G=sp.csc_matrix(G),
+            h=h,
+            solver="clarabel",
+            tol_gap_abs=1e-10,
+            tol_gap_rel=1e-10,
+            tol_feas=1e-10,
+        )
+    assert z is not None
+    return z
+
+
+@pytest.mark.parametrize("penalty,loss", [("l2", "hinge"), ("l2", "squared_hinge"), ("l1", "squared_hinge")])
+def test_svc_against_primal_qp(penalty, loss):
+    """min reg(w) + sum C_i xi_i(^2) s.t. y_i w.x~_i >= 1 - xi_i, xi >= 0, solved by Clarabel."""
+    X, y = _data(2, n=60, d=5, seed=4)
+    yy = np.where(y == 1, 1.0, -1.0)
+    C = np.random.default_rng(2).uniform(0.3, 1.5, len(y))
+    Xb = np.hstack([X, np.ones((len(y), 1))])
+    n, m = Xb.shape
+    if penalty == "l2":  # z = (w, xi)
+        P = sp.block_diag([sp.eye(m), sp.diags(2 * C if loss == "squared_hinge" else np.full(n, 1e-12))])
+        q = np.concatenate([np.zeros(m), np.zeros(n) if loss == "squared_hinge" else C])
+        G = sp.vstack([sp.hstack([-(yy[:, None] * Xb), -sp.eye(n)]), sp.hstack([sp.csr_matrix((n, m)), -sp.eye(n)])])
+        h = np.concatenate([-np.ones(n), np.zeros(n)])
+        z = _qp(P, q, G, h)
+        w = z[:m]
+    else:  # z = (u, v, xi), w = u - v, u, v >= 0
+        P = sp.block_diag([sp.eye(2 * m) * 1e-12, sp.diags(2 * C)])
+        q = np.concatenate([np.ones(2 * m), np.zeros(n)])
+        A = yy[:, None] * Xb
+        G = sp.vstack([sp.hstack([-A, A, -sp.eye(n)]), -sp.eye(2 * m + n)])
+        h = np.concatenate([-np.ones(n), np.zeros(2 * m + n)])
+        z = _qp(P, q, G, h)
+        w = z[:m] - z[m : 2 * m]
+    ref = primal_svc(penalty, loss, "ovr", X, y, w[None, :-1], w[-1:], 1.0, sw=C)[0]
+    est = LinearSVC(penalty=penalty, loss=loss, dual=penalty == "l2", tol=1e-9, max_iter=500000).fit(X, y, C)
+    assert _rel(est.objective_[0], ref) < 1e-5
+    np.testing.assert_allclose(est.coef_[0], w[:-1], atol=2e-3)
+    if penalty == "l2" and loss == "hinge":
+        assert est.duality_gap_[0] >= -1e-8 and est.duality_gap_[0] < 1e-4 * ref
+
+
+# --------------------------------------------------------------------------- scikit-learn's checks
+
+_SW_XFAIL = (
+    "the solvers stop at tol (a relative rule, LIBLINEAR's), so weighting a sample by 2 and repeating it "
+    "reach the same objective but not the same coefficients to 1e-7; scikit-learn expects the same "
+    "failure of its own LinearSVC / LinearSVR"
+)
+
+
+def _expected_failed(est):
+    return {
+        "check_sample_weight_equivalence_on_dense_data": _SW_XFAIL,
+        "check_sample_weight_equivalence_on_sparse_data": _SW_XFAIL,
+    }
+
+
+@parametrize_with_checks([LinearSVC(), LinearSVR()], expected_failed_checks=_expected_failed)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (
+            {"penalty": "l1", "loss": "hinge", "dual": False},
+            "The combination of penalty='l1' and loss='hinge' is not supported, Parameters: penalty='l1', loss='hinge'",
+        ),
+        (
+            {"penalty": "l1", "loss": "squared_hinge", "dual": True},
+            "The combination of penalty='l1' and loss='squared_hinge' are not supported when dual=True",
+        ),
+        (
+            {"penalty": "l2", "loss": "hinge", "dual": False},
+            "The combination of penalty='l2' and loss='hinge' are not supported when dual=False",
+        ),
+    ],
+)
+def test_invalid_combinations_like_sklearn(kw, match):
+    from sklearn.svm import LinearSVC as SkLinearSVC
+
+    X, y = _data(2)
+    with pytest.raises(ValueError) as ours:
+        LinearSVC(**kw).fit(X, y)
+    with pytest.raises(ValueError) as theirs:
+        SkLinearSVC(**kw).fit(X, y)
+    assert str(ours.value) == str(theirs.value)
+    assert match in str(ours.value)
+
+
+def test_bad_input_named():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = _data(2)
+    with pytest.raises(InvalidParameterError, match="'C' parameter"):
+        LinearSVC(C=-1).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'intercept_scaling' parameter"):
+        LinearSVR(intercept_scaling=0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'time_limit' parameter"):
+        LinearSVC(time_limit=-1).fit(X, y)
+    sw = np.ones(len(y))
+    sw[7] = -1
+    with pytest.raises(ValueError, match="row 7 is negative"):
+        LinearSVC().fit(X, y, sample_weight=sw)
+    with pytest.raises(ValueError, match="the data contains only one class"):
+        LinearSVC().fit(X, np.ones(len(y), dtype=int))
+    Xn = X.copy()
+    Xn[3, 2] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        LinearSVC().fit(Xn, y)
+    with pytest.raises(ValueError, match="X has 3 features, but LinearSVC is expecting 8 features"):
+        LinearSVC().fit(X, y).predict(X[:, :3])
+
+
+# --------------------------------------------------------------------------- callback, time limit, warm start
+
+
+def test_callback_and_stop():
+    X, y = _data(3, n=300)
+    seen = []
+
+    def cb(info):
+        seen.append(info)
+        return False
+
+    with pytest.warns(ConvergenceWarning):
+        est = LinearSVC(dual=True, tol=1e-12, max_iter=10**6, callback=cb).fit(X, y)
+    assert est.fit_status_ == 1
+    assert set(seen[0]) >= {"iteration", "objective", "violation", "tol", "elapsed", "subproblem", "n_subproblems"}
+    assert seen[0]["subproblem"] == 0 and seen[0]["n_subproblems"] == 3 and len(seen) == 1
+    assert np.isnan(est.objective_[1]) and est.predict(X).shape == (300,)
+    calls = []
+    LinearSVR(tol=1e-12, max_iter=50, callback=lambda info: calls.append(info["iteration"])).fit(X, y * 1.0)
+    assert calls and calls == sorted(calls)
+
+
+def test_time_limit():
+    X, y = _data(2, n=400)
+    with pytest.warns(ConvergenceWarning, match="time_limit"):
+        est = LinearSVC(loss="hinge", dual=True, tol=1e-14, max_iter=10**8, time_limit=0.3).fit(X, y)
+    assert est.fit_status_ == 1 and est.fit_time_ < 5
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"dual": True},
+        {"loss": "hinge", "dual": True},
+        {"dual": False},
+        {"penalty": "l1", "dual": False},
+        {"multi_class": "crammer_singer"},
+    ],
+)
+def test_warm_start_along_C_path(kw):
+    X, y = _data(3, n=300, seed=5)
+    tol = 1e-3 if "multi_class" in kw else 1e-6
+    warm = LinearSVC(tol=tol, max_iter=10**6, warm_start=True, random_state=0, **kw)
+    its_warm, its_cold = 0, 0
+    for C in (0.5, 1.0, 2.0):
+        warm.set_params(C=C).fit(X, y)
+        cold = LinearSVC(C=C, tol=tol, max_iter=10**6, random_state=0, **kw).fit(X, y)
+        np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=1e-4 if tol < 1e-4 else 1e-3)
+        if C != 0.5:
+            its_warm += warm.n_iter_
+            its_cold += cold.n_iter_
+    assert its_warm < its_cold
+
+
+def test_warm_start_svr():
+    X, y = make_regression(200, 5, noise=1.0, random_state=0)
+    kw = {"loss": "squared_epsilon_insensitive", "dual": True, "tol": 1e-6, "max_iter": 10**6, "random_state": 0}
+    warm = LinearSVR(C=1.0, warm_start=True, **kw).fit(X, y)
+    warm.set_params(C=1.5).fit(X, y)
+    cold = LinearSVR(C=1.5, **kw).fit(X, y)
+    assert _rel(warm.objective_[0], cold.objective_[0]) < 1e-4 and warm.n_iter_ < cold.n_iter_
+
+
+def test_float32_stays_and_threads_agree():
+    X, y = _data(4, n=300, seed=6)
+    X32 = X.astype(np.float32)
+    a = LinearSVC(tol=1e-6, max_iter=10**5, dual=True, n_jobs=1, random_state=0).fit(X32, y)
+    b = LinearSVC(tol=1e-6, max_iter=10**5, dual=True, n_jobs=2, random_state=0).fit(X32, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    c = LinearSVC(tol=1e-6, max_iter=10**5, dual=True).fit(X, y)
+    np.testing.assert_allclose(a.objective_, c.objective_, rtol=1e-4)
+    assert a.margin_.shape == (4,) and np.all(a.margin_ > 0)
+
+
+# --------------------------------------------------------------------------- model files
+
+
+@pytest.mark.parametrize(
+    "est", [LinearSVC(), LinearSVC(multi_class="crammer_singer"), LinearSVR(epsilon=0.1)], ids=["svc", "cs", "svr"]
+)
+def test_model_file_round_trip(est, tmp_path):
+    X, y = _data(3)
+    if isinstance(est, LinearSVR):
+        y = X @ np.arange(X.shape[1]) + 0.1
+    est.fit(X, y)
+    maxmargin.save_model(est, tmp_path / "m.mm")
+    back = maxmargin.load_model(tmp_path / "m.mm")
+    assert type(back) is type(est)
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    np.testing.assert_array_equal(back.objective_, est.objective_)
+
+
+@pytest.mark.parametrize(
+    "solver,n_classes", [(1, 2), (2, 3), (3, 2), (4, 3), (4, 2), (5, 3), (11, 0), (12, 0), (13, 0)]
+)
+def test_liblinear_files_both_ways(solver, n_classes, tmp_path):
+    X, y = _data(max(n_classes, 2), seed=7)
+    if n_classes == 0:
+        y = (X @ np.linspace(-1, 1, X.shape[1])).astype(float)
+    else:
+        y = np.array([5, -3, 7])[y]  # integer labels, not in LIBLINEAR's order
+    m = _liblinear(X, y, solver, eps=1e-3, extra="-p 0.1" if n_classes == 0 else "")
+    liblinearutil.save_model(str(tmp_path / "theirs.model"), m)
+    theirs_pred, _, _ = liblinearutil.predict(np.zeros(len(y)), sp.csr_matrix(X), m, "-q")
+    ours = maxmargin.load_liblinear_model(tmp_path / "theirs.model")
+    if n_classes:
+        assert _agree(ours.predict(X), np.asarray(theirs_pred)) == 1.0
+    else:
+        np.testing.assert_allclose(ours.predict(X), theirs_pred, rtol=1e-9, atol=1e-9)
+
+    # ours, written and read back by liblinear-official
+    kw = {
+        1: {"dual": True},
+        2: {"dual": False},
+        3: {"loss": "hinge", "dual": True},
+        4: {"multi_class": "crammer_singer"},
+        5: {"penalty": "l1", "dual": False},
+    }
+    est = (
+        LinearSVR(
+            epsilon=0.1,
+            dual=solver != 11,
+            loss="epsilon_insensitive" if solver == 13 else "squared_epsilon_insensitive",
+        )
+        if n_classes == 0
+        else LinearSVC(**kw[solver])
+    )
+    est.fit(X, y)
+    assert est.solver_type_ == solver
+    maxmargin.save_liblinear_model(est, tmp_path / "ours.model")
+    back = liblinearutil.load_model(str(tmp_path / "ours.model"))
+    p, _, _ = liblinearutil.predict(np.zeros(len(y)), sp.csr_matrix(X), back, "-q")
+    if n_classes:
+        assert _agree(est.predict(X), np.asarray(p)) == 1.0
+    else:
+        np.testing.assert_allclose(est.predict(X), p, rtol=1e-9, atol=1e-9)
+    again = maxmargin.load_liblinear_model(tmp_path / "ours.model")
+    np.testing.assert_allclose(again.coef_, est.coef_, rtol=1e-15)
+
+
+def test_liblinear_file_errors(tmp_path):
+    (tmp_path / "lr.model").write_text("solver_type L2R_LR\nnr_class 2\nlabel 1 -1\nnr_feature 1\nbias -1\nw\n0.5 \n")
+    with pytest.raises(maxmargin.ModelFormatError, match="not a support vector machine"):
+        maxmargin.load_liblinear_model(tmp_path / "lr.model")
+    (tmp_path / "cut.model").write_text(
+        "solver_type L2R_L2LOSS_SVC\nnr_class 2\nlabel 1 -1\nnr_feature 3\nbias -1\nw\n0.5 \n"
+    )
+    with pytest.raises(maxmargin.ModelFormatError, match="expected 3 weights"):
+        maxmargin.load_liblinear_model(tmp_path / "cut.model")
+    X, y = _data(2)
+    est = LinearSVC().fit(X, np.array(["a", "b"])[y])
+    with pytest.raises(ValueError, match="integer labels"):
+        maxmargin.save_liblinear_model(est, tmp_path / "x.model")
+
+
+def test_cli_train_linear(tmp_path):
+    from click.testing import CliRunner
+
+    from maxmargin.cli import cli
+
+    X, y = _data(2)
+    data = tmp_path / "d.svm"
+    from sklearn.datasets import dump_svmlight_file
+
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(data), zero_based=False)
+    out = tmp_path / "d.model"
+    r = CliRunner().invoke(
+        cli, ["train", str(data), "--linear", "-c", "2", "--model-format", "liblinear", "-o", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "Trained LinearSVC" in r.output
+    m = liblinearutil.load_model(str(out))
+    assert m.get_nr_feature() == X.shape[1]
+    r = CliRunner().invoke(cli, ["predict", str(out), str(data)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["train", str(data), "--model-format", "liblinear", "-o", str(out)])
+    assert r.exit_code != 0 and "needs --linear" in r.output
+
+
+# --------------------------------------------------------------------------- the approximate-kernel route
+
+
+def test_nystroem_pipeline_beats_linear():
+    from sklearn.datasets import make_circles
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.pipeline import make_pipeline
+
+    X, y = make_circles(2000, noise=0.1, factor=0.5, random_state=0)
+    Xt, yt = make_circles(1000, noise=0.1, factor=0.5, random_state=1)
+    pipe = make_pipeline(Nystroem(gamma=2.0, n_components=100, random_state=0), LinearSVC(C=1.0)).fit(X, y)
+    plain = LinearSVC(C=1.0).fit(X, y)
+    assert pipe.score(Xt, yt) > 0.95
+    assert pipe.score(Xt, yt) > plain.score(Xt, yt) + 0.3
+
+
+def test_tron_threads_match_serial(monkeypatch):
+    """The chunked passes of TRON on Numba threads (large data only) give the serial result."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y = _data(2, n=3000, d=20, seed=8)
+    yy = np.where(y == 1, 1.0, -1.0)
+    C = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    serial = tron.solve(linear_data(sp.csr_matrix(X), 1.0), yy, C, tol=1e-8)
+    monkeypatch.setattr(tron, "PARALLEL_STORED", 10)
+    for Xin in (X, sp.csr_matrix(X)):
+        par = tron.solve(linear_data(Xin, 1.0), yy, C, tol=1e-8)
+        assert _rel(par.objective, serial.objective) < 1e-8  # sums in another order: another stopping point
+        np.testing.assert_allclose(par.w, serial.w, rtol=1e-4, atol=1e-6)
+    yr = X @ np.linspace(-1, 1, X.shape[1])
+    a = tron.solve(linear_data(X, 1.0), yr, C, kind="squared_epsilon_insensitive", epsilon=0.1, tol=1e-8)
+    monkeypatch.setattr(tron, "PARALLEL_STORED", 10**12)
+    b = tron.solve(linear_data(X, 1.0), yr, C, kind="squared_epsilon_insensitive", epsilon=0.1, tol=1e-8)
+    assert _rel(a.objective, b.objective) < 1e-8
