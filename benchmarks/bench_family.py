@@ -33,6 +33,7 @@ The machine these numbers come from matters: on a shared 2-core machine single
 fits show sporadic 3-20x outliers (see ../shared/PEERS.md); repeat and compare the
 medians, and compare only numbers from one run of this script.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,23 +85,25 @@ def _sk(name):
 
 # ------------------------------------------------------------------------------- usps
 def bench_usps(repeat):
+    from datasets import usps
     from sklearn.metrics import log_loss
 
     import maxmargin as mm
-    from datasets import usps
 
     Xtr, ytr, Xte, yte, params = usps()
-    print(f"\nusps: n={Xtr.shape[0]} test={Xte.shape[0]} d={Xtr.shape[1]} classes=10 {params} tol=1e-3 "
-          f"probability=True random_state=0 (5-fold Platt scaling + pairwise coupling)")
-    print(f"{'estimator':32s} {'fit s [min, max]':>22s} {'acc':>7s} {'acc(argmax p)':>14s} {'log loss':>9s} "
-          f"{'#SV':>6s}")
+    print(
+        f"\nusps: n={Xtr.shape[0]} test={Xte.shape[0]} d={Xtr.shape[1]} classes=10 {params} tol=1e-3 "
+        f"probability=True random_state=0 (5-fold Platt scaling + pairwise coupling)"
+    )
+    print(
+        f"{'estimator':32s} {'fit s [min, max]':>22s} {'acc':>7s} {'acc(argmax p)':>14s} {'log loss':>9s} {'#SV':>6s}"
+    )
     # maxmargin's default solver='auto' is SMO here: every one-vs-one problem has < 2000 points
     for prob in (True, False):
         for label, cls in (("maxmargin SVC", mm.SVC), ("sklearn SVC", _sk("SVC"))):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # scikit-learn 1.9 deprecates probability=True
-                med, lo, hi, est = _timed(lambda: cls(probability=prob, random_state=0, **params), (Xtr, ytr),
-                                          repeat)
+                med, lo, hi, est = _timed(lambda: cls(probability=prob, random_state=0, **params), (Xtr, ytr), repeat)
                 acc = float(np.mean(est.predict(Xte) == yte))
                 if prob:
                     P = est.predict_proba(Xte)
@@ -136,21 +139,30 @@ def bench_svr(repeat):
     cases.append(("friedman1 20k", Xf[:16000], yf[:16000], Xf[16000:], yf[16000:], dict(C=10.0, epsilon=0.1)))
     for name, Xtr, ytr, Xte, yte, p in cases:
         print(f"\nSVR on {name}: n={Xtr.shape[0]} test={Xte.shape[0]} d={Xtr.shape[1]} {p} gamma='scale' tol=1e-3")
-        print(f"{'estimator':18s} {'fit s [min, max]':>22s} {'dual objective':>16s} {'test RMSE':>10s} "
-              f"{'test MAE':>9s} {'#SV':>6s} {'iter':>8s}")
+        print(
+            f"{'estimator':18s} {'fit s [min, max]':>22s} {'dual objective':>16s} {'test RMSE':>10s} "
+            f"{'test MAE':>9s} {'#SV':>6s} {'iter':>8s}"
+        )
         kern = make_kernel("rbf", gamma="scale", X=Xtr)
         objs = []
-        runs = (("maxmargin SVR(smo)", mm.SVR, {"solver": "smo"}), ("sklearn SVR", _sk("SVR"), {}),
-                ("maxmargin (batched)", mm.SVR, {"solver": "batched"}))
+        runs = (
+            ("maxmargin SVR(smo)", mm.SVR, {"solver": "smo"}),
+            ("sklearn SVR", _sk("SVR"), {}),
+            ("maxmargin (batched)", mm.SVR, {"solver": "batched"}),
+        )
         for label, cls, extra in runs:
             med, lo, hi, est = _timed(lambda: cls(gamma="scale", **p, **extra), (Xtr, ytr), repeat)
             r = est.predict(Xte) - yte
             obj = _svr_objective(est, ytr, p["epsilon"], kern)
             objs.append(obj)
-            print(f"{label:18s} {_t(med, lo, hi):>22s} {obj:16.6f} {np.sqrt(np.mean(r * r)):10.4f} "
-                  f"{np.mean(np.abs(r)):9.4f} {est.support_.shape[0]:6d} {int(np.ravel(est.n_iter_)[0]):8d}")
-        print(f"objective rel diff (smo vs sklearn): {abs(objs[0] - objs[1]) / abs(objs[1]):.2e}; "
-              f"(batched vs sklearn): {abs(objs[2] - objs[1]) / abs(objs[1]):.2e}")
+            print(
+                f"{label:18s} {_t(med, lo, hi):>22s} {obj:16.6f} {np.sqrt(np.mean(r * r)):10.4f} "
+                f"{np.mean(np.abs(r)):9.4f} {est.support_.shape[0]:6d} {int(np.ravel(est.n_iter_)[0]):8d}"
+            )
+        print(
+            f"objective rel diff (smo vs sklearn): {abs(objs[0] - objs[1]) / abs(objs[1]):.2e}; "
+            f"(batched vs sklearn): {abs(objs[2] - objs[1]) / abs(objs[1]):.2e}"
+        )
 
 
 # --------------------------------------------------------------------------- oneclass
@@ -173,15 +185,21 @@ def bench_oneclass(repeat):
     Xtr, _ = sample(20000, 0.05)
     Xte, lab = sample(5000, 0.10)
     p = dict(nu=0.05, gamma="scale")
-    print(f"\nOneClassSVM: n={Xtr.shape[0]} d={d} (3 Gaussians + 5% uniform outliers) {p} tol=1e-3; "
-          f"test: 5000 points, 10% outliers")
-    print(f"{'estimator':27s} {'fit s [min, max]':>22s} {'dual objective':>15s} {'offset_':>10s} {'#SV':>6s} "
-          f"{'test AUC':>9s} {'test outl.':>10s}")
+    print(
+        f"\nOneClassSVM: n={Xtr.shape[0]} d={d} (3 Gaussians + 5% uniform outliers) {p} tol=1e-3; "
+        f"test: 5000 points, 10% outliers"
+    )
+    print(
+        f"{'estimator':27s} {'fit s [min, max]':>22s} {'dual objective':>15s} {'offset_':>10s} {'#SV':>6s} "
+        f"{'test AUC':>9s} {'test outl.':>10s}"
+    )
     kern = make_kernel("rbf", gamma="scale", X=Xtr)
     preds = []
-    runs = (("maxmargin OneClassSVM(smo)", mm.OneClassSVM, {"solver": "smo"}),
-            ("sklearn OneClassSVM", _sk("OneClassSVM"), {}),
-            ("maxmargin (batched)", mm.OneClassSVM, {"solver": "batched"}))
+    runs = (
+        ("maxmargin OneClassSVM(smo)", mm.OneClassSVM, {"solver": "smo"}),
+        ("sklearn OneClassSVM", _sk("OneClassSVM"), {}),
+        ("maxmargin (batched)", mm.OneClassSVM, {"solver": "batched"}),
+    )
     for label, cls, extra in runs:
         med, lo, hi, est = _timed(lambda: cls(**p, **extra), (Xtr,), repeat)
         a = np.asarray(est.dual_coef_).ravel()
@@ -190,33 +208,46 @@ def bench_oneclass(repeat):
         auc = roc_auc_score(lab, est.score_samples(Xte))
         pred = est.predict(Xte)
         preds.append(pred)
-        print(f"{label:27s} {_t(med, lo, hi):>22s} {obj:15.6f} {float(np.ravel(est.offset_)[0]):10.5f} "
-              f"{est.support_.shape[0]:6d} {auc:9.4f} {np.mean(pred == -1):10.4f}")
-    print(f"predictions agree with scikit-learn's on {100 * np.mean(preds[0] == preds[1]):.2f}% (smo) and "
-          f"{100 * np.mean(preds[2] == preds[1]):.2f}% (batched) of the test points")
+        print(
+            f"{label:27s} {_t(med, lo, hi):>22s} {obj:15.6f} {float(np.ravel(est.offset_)[0]):10.5f} "
+            f"{est.support_.shape[0]:6d} {auc:9.4f} {np.mean(pred == -1):10.4f}"
+        )
+    print(
+        f"predictions agree with scikit-learn's on {100 * np.mean(preds[0] == preds[1]):.2f}% (smo) and "
+        f"{100 * np.mean(preds[2] == preds[1]):.2f}% (batched) of the test points"
+    )
 
 
 # ------------------------------------------------------------------------------- grid
 def bench_grid(repeat, rows, cache_size):
-    import maxmargin as mm
     from datasets import a9a
+
+    import maxmargin as mm
 
     Xtr, ytr, _, _, _ = a9a()
     X, y = Xtr[:rows], ytr[:rows]
     Cs = np.logspace(-1, 2, 10)
-    print(f"\na9a C grid: first {X.shape[0]} rows, gamma=0.05, C in logspace(-1, 2, 10) = "
-          f"{', '.join(f'{c:.3g}' for c in Cs)}; tol=1e-3, cache_size={cache_size} MB")
+    print(
+        f"\na9a C grid: first {X.shape[0]} rows, gamma=0.05, C in logspace(-1, 2, 10) = "
+        f"{', '.join(f'{c:.3g}' for c in Cs)}; tol=1e-3, cache_size={cache_size} MB"
+    )
     results = {}
-    labels = ("smo warm_start=False", "smo warm_start=True", "batched warm_start=False", "batched warm_start=True",
-              "sklearn SVC (no warm start)")
+    labels = (
+        "smo warm_start=False",
+        "smo warm_start=True",
+        "batched warm_start=False",
+        "batched warm_start=True",
+        "sklearn SVC (no warm start)",
+    )
     for label in labels:
         totals = []
         for _ in range(repeat):
             if label.startswith("sklearn"):
                 est = _sk("SVC")(gamma=0.05, cache_size=cache_size)
             else:
-                est = mm.SVC(gamma=0.05, cache_size=cache_size, solver=label.split()[0],
-                             warm_start=label.endswith("True"))
+                est = mm.SVC(
+                    gamma=0.05, cache_size=cache_size, solver=label.split()[0], warm_start=label.endswith("True")
+                )
             per, iters, objs = [], [], []
             t0 = time.perf_counter()
             for C in Cs:
@@ -230,20 +261,23 @@ def bench_grid(repeat, rows, cache_size):
     print(f"{'run':30s} {'grid s [min, max]':>24s} {'iterations':>11s}   per-C seconds (last run)")
     for label, (totals, per, iters, _) in results.items():
         med = float(np.median(totals))
-        print(f"{label:30s} {_t(med, min(totals), max(totals)):>24s} {sum(iters):11d}   "
-              + " ".join(f"{s:.2f}" for s in per))
+        print(
+            f"{label:30s} {_t(med, min(totals), max(totals)):>24s} {sum(iters):11d}   "
+            + " ".join(f"{s:.2f}" for s in per)
+        )
     for solver in ("smo", "batched"):
         cold, warm = results[f"{solver} warm_start=False"], results[f"{solver} warm_start=True"]
         rel = max(abs(a - b) / abs(a) for a, b in zip(cold[3], warm[3]))
-        print(f"{solver} warm/cold: time {np.median(warm[0]) / np.median(cold[0]):.2f}x, iterations "
-              f"{sum(warm[2]) / sum(cold[2]):.2f}x, largest relative objective difference {rel:.1e}")
+        print(
+            f"{solver} warm/cold: time {np.median(warm[0]) / np.median(cold[0]):.2f}x, iterations "
+            f"{sum(warm[2]) / sum(cold[2]):.2f}x, largest relative objective difference {rel:.1e}"
+        )
     print("(iterations: SMO steps; for the batched solver, its inner SMO steps)")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", metavar="PART",
-                    help="any of usps, svr, oneclass, grid (default: all four)")
+    ap.add_argument("parts", nargs="*", metavar="PART", help="any of usps, svr, oneclass, grid (default: all four)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--grid-rows", type=int, default=10000)
     ap.add_argument("--cache-size", type=float, default=200.0)
@@ -258,8 +292,10 @@ def main(argv=None):
 
     import maxmargin
 
-    print(f"maxmargin {maxmargin.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, "
-          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at start")
+    print(
+        f"maxmargin {maxmargin.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, "
+        f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at start"
+    )
     _warm_jit()
     for part in parts:
         if part == "usps":

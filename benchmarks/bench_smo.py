@@ -6,6 +6,7 @@ Prints fit time, predict time, test accuracy, #SV, dual objective and the ratio
 of scikit-learn's fit time to maxmargin's (> 1 means maxmargin is faster).
 Parameters (issue 2): a9a C=1, gamma=0.05; ijcnn1 C=32, gamma=2; tol=1e-3, cache 200 MB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,10 @@ def run(name, repeat=1):
     for r in rows:
         print(f"{r[0]:22s} {r[1]:8.2f} {r[2]:8.2f} {r[3]:7.4f} {r[4]:7d} {r[5]:16.6f}")
     mm, sk = rows[0], rows[1]
-    print(f"sklearn/maxmargin fit-time ratio: {sk[1] / mm[1]:.2f}x   predict ratio: {sk[2] / mm[2]:.2f}x   "
-          f"objective rel diff: {abs(mm[5] - sk[5]) / abs(sk[5]):.2e}   accuracy diff: {100 * (mm[3] - sk[3]):+.2f} pp")
+    print(
+        f"sklearn/maxmargin fit-time ratio: {sk[1] / mm[1]:.2f}x   predict ratio: {sk[2] / mm[2]:.2f}x   "
+        f"objective rel diff: {abs(mm[5] - sk[5]) / abs(sk[5]):.2e}   accuracy diff: {100 * (mm[3] - sk[3]):+.2f} pp"
+    )
 
 
 if __name__ == "__main__":

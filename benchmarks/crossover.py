@@ -7,14 +7,15 @@ dataset (binary; usps split into digits < 5 and >= 5), same problem, tol 1e-3.
 It is what ``maxmargin.formulations.AUTO_BATCHED_MIN_N`` (solver='auto') was set from; run it on a
 quiet machine, a warm-up solve first compiles both solvers.
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 
 import numpy as np
-
 from datasets import LOADERS
+
 from maxmargin.kernels import make_kernel
 from maxmargin.problem import csvc_problem
 from maxmargin.solvers import batched, smo
@@ -37,8 +38,11 @@ def main():
                 t = time.perf_counter()
                 mod.solve(csvc_problem(Xtr[:n], k, y[:n], prm["C"]), tol=1e-3)
                 times.append(time.perf_counter() - t)
-            print(f"{name:8s} n={n:6d}  smo {times[0]:7.3f} s  batched {times[1]:7.3f} s  "
-                  f"smo/batched {times[0] / times[1]:5.2f}", flush=True)
+            print(
+                f"{name:8s} n={n:6d}  smo {times[0]:7.3f} s  batched {times[1]:7.3f} s  "
+                f"smo/batched {times[0] / times[1]:5.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

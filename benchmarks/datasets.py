@@ -3,6 +3,7 @@
 Set MAXMARGIN_DATA to the folder if it is elsewhere.  Each loader returns
 (X_train, y_train, X_test, y_test, params) with the parameters the issues fix.
 """
+
 from __future__ import annotations
 
 import io
@@ -59,7 +60,7 @@ def _idx(name):
     raw = _xz(name)
     magic = int.from_bytes(raw[:4], "big")
     if magic == 2051:
-        n, r, c = (int.from_bytes(raw[4 + 4 * k: 8 + 4 * k], "big") for k in range(3))
+        n, r, c = (int.from_bytes(raw[4 + 4 * k : 8 + 4 * k], "big") for k in range(3))
         return np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(n, r * c)
     n = int.from_bytes(raw[4:8], "big")
     return np.frombuffer(raw, dtype=np.uint8, offset=8)[:n]
@@ -96,6 +97,7 @@ LOADERS = {"a9a": a9a, "ijcnn1": ijcnn1, "usps": usps, "mnist": mnist, "skin": s
 # Generated shapes (fixed seeds): the data nobody tuned on (issue 11).
 # ---------------------------------------------------------------------------
 
+
 def pendigits():
     Xtr, ytr = _svmlight("pendigits.xz", 16)
     Xte, yte = _svmlight("pendigits.t.xz", 16)
@@ -107,8 +109,17 @@ def letter26(n=15_000, n_test=5_000, seed=11):
     clusters per class in 16-D, integer-valued features in 0..15 as in letter."""
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n + n_test, 16, n_informative=14, n_redundant=2, n_classes=26,
-                               n_clusters_per_class=2, class_sep=2.5, flip_y=0.01, random_state=seed)
+    X, y = make_classification(
+        n + n_test,
+        16,
+        n_informative=14,
+        n_redundant=2,
+        n_classes=26,
+        n_clusters_per_class=2,
+        class_sep=2.5,
+        flip_y=0.01,
+        random_state=seed,
+    )
     X = np.clip(np.round((X - X.min(0)) / (X.max(0) - X.min(0)) * 15), 0, 15)
     return X[:n], y[:n], X[n:], y[n:], dict(C=10.0, gamma="scale")
 

@@ -26,6 +26,7 @@ for several classes the sum over the one-vs-one problems), the peak resident mem
 peer's fit time divided by maxmargin's (> 1: maxmargin is faster).
 Parameters: tol=1e-3, cache 200 MB, RBF kernel, C and gamma per dataset (issue 7).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,7 +72,7 @@ def _objective_ovo(dual_coef, SV, n_support, gamma):
     starts = np.concatenate([[0], np.cumsum(n_support)])
     k = len(n_support)
     kern = RBFKernel(gamma)
-    diag = [kern(SV[starts[c]:starts[c + 1]], SV[starts[c]:starts[c + 1]]) for c in range(k)]
+    diag = [kern(SV[starts[c] : starts[c + 1]], SV[starts[c] : starts[c + 1]]) for c in range(k)]
     total = 0.0
     for a in range(k):
         sa = slice(starts[a], starts[a + 1])
@@ -93,7 +94,7 @@ def worker(peer, name):
     binary = np.unique(ytr).size == 2
     out = {"peer": peer, "dataset": name, "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1]), "gamma": gamma}
     if peer == "libsvm":
-        from libsvm.svmutil import svm_predict, svm_problem, svm_train, svm_parameter
+        from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
 
         prob = svm_problem(ytr, Xtr)
         param = svm_parameter(f"-s 0 -t 2 -c {C} -g {float(gamma)} -e 0.001 -m 200 -q")
@@ -208,8 +209,9 @@ def run_one(peer, name, timeout, busy=False):
             return run_one(peer, name, timeout)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
-        p = subprocess.run([sys.executable, __file__, "--worker", peer, name], capture_output=True,
-                           text=True, timeout=timeout, env=env)
+        p = subprocess.run(
+            [sys.executable, __file__, "--worker", peer, name], capture_output=True, text=True, timeout=timeout, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"peer": peer, "error": f"> {timeout} s"}
     for line in p.stdout.splitlines():
@@ -242,9 +244,11 @@ def main():
     from threadpoolctl import threadpool_info
 
     blas = ", ".join(sorted({f"{i['internal_api']} {i.get('version')}" for i in threadpool_info()}))
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | {platform.processor() or platform.machine()}"
-          f" | BLAS: {blas} | repeat {a.repeat} (median) | tol 1e-3, cache 200 MB"
-          f"{' | ONE BUSY PROCESS BESIDE' if a.busy else ' | quiet'}")
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | {platform.processor() or platform.machine()}"
+        f" | BLAS: {blas} | repeat {a.repeat} (median) | tol 1e-3, cache 200 MB"
+        f"{' | ONE BUSY PROCESS BESIDE' if a.busy else ' | quiet'}"
+    )
     for name in a.datasets:
         rows = []
         for peer in a.peers:
@@ -255,16 +259,22 @@ def main():
                 continue
             fits = [r["fit"] for r in ok]
             best = ok[int(np.argsort(fits)[len(fits) // 2])]
-            best = dict(best, fit=statistics.median(fits), spread=(min(fits), max(fits)),
-                        predict=statistics.median(r["predict"] for r in ok))
+            best = dict(
+                best,
+                fit=statistics.median(fits),
+                spread=(min(fits), max(fits)),
+                predict=statistics.median(r["predict"] for r in ok),
+            )
             rows.append((peer, best, None))
         head = next((r for _, r, _ in rows if r), None)
         if head is None:
             print(f"\n## {name}: no peer ran")
             continue
         print(f"\n## {name}: n={head['n']} d={head['d']} gamma={head['gamma']:.4g}")
-        print("| peer | fit s (min-max) | predict s | test acc | #SV | dual objective | peak MB fit (all) "
-              "| fit time / maxmargin's |")
+        print(
+            "| peer | fit s (min-max) | predict s | test acc | #SV | dual objective | peak MB fit (all) "
+            "| fit time / maxmargin's |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         mm = next((r for p, r, _ in rows if p == "maxmargin" and r), None)
         for peer, r, err in rows:
@@ -275,9 +285,11 @@ def main():
             objs = f"{obj:.6f}" if obj is not None else "-"
             ratio = f"{r['fit'] / mm['fit']:.2f}x" if mm else "-"
             pr = f" (predict {r['predict'] / mm['predict']:.1f}x)" if mm else ""
-            print(f"| {peer} | {r['fit']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f}) | {r['predict']:.2f} | "
-                  f"{r['acc']:.4f} | {r['nsv']} | {objs} | {r.get('fit_mb', 0):.0f} ({r['peak_mb']:.0f}) | "
-                  f"{ratio}{pr} |")
+            print(
+                f"| {peer} | {r['fit']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f}) | {r['predict']:.2f} | "
+                f"{r['acc']:.4f} | {r['nsv']} | {objs} | {r.get('fit_mb', 0):.0f} ({r['peak_mb']:.0f}) | "
+                f"{ratio}{pr} |"
+            )
         sys.stdout.flush()
 
 

@@ -1,4 +1,5 @@
 """Shared test helpers: an independent QP reference and a KKT checker."""
+
 import warnings
 
 import numpy as np
@@ -17,14 +18,17 @@ def qp_reference(Q, p, y, upper, delta=0.0):
     A = sp.csc_matrix(y.reshape(1, -1).astype(float))
     b = np.array([float(delta)])
     a = None
-    for solver, opts in (("clarabel", dict(tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)),
-                         ("clarabel", dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)),
-                         ("cvxopt", dict(abstol=1e-11, reltol=1e-11, feastol=1e-11))):
+    for solver, opts in (
+        ("clarabel", dict(tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)),
+        ("clarabel", dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)),
+        ("cvxopt", dict(abstol=1e-11, reltol=1e-11, feastol=1e-11)),
+    ):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             Pm = sp.csc_matrix(P) if solver == "clarabel" else P
-            a = qpsolvers.solve_qp(Pm, p, A=A if solver == "clarabel" else A.toarray(), b=b,
-                                   lb=np.zeros(n), ub=ub, solver=solver, **opts)
+            a = qpsolvers.solve_qp(
+                Pm, p, A=A if solver == "clarabel" else A.toarray(), b=b, lb=np.zeros(n), ub=ub, solver=solver, **opts
+            )
         if a is not None:
             break
     assert a is not None, "the reference QP solver failed"

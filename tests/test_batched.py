@@ -1,14 +1,14 @@
 """The batched working-set solver against SMO and the QP reference."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import kkt_violation, qp_reference
+
 from maxmargin import SVC
-from maxmargin.kernels import make_kernel
+from maxmargin.kernels import exp_nonpos, make_kernel
 from maxmargin.problem import DualProblem, csvc_problem
 from maxmargin.solvers import batched, smo
-from maxmargin.kernels import exp_nonpos
 
 
 def _data(rng, n=120, d=4, sparse=False, dup=0):
@@ -29,8 +29,9 @@ FORMS = {
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
-@pytest.mark.parametrize("kernel,kw", [("linear", {}), ("rbf", {"gamma": 0.5}),
-                                       ("poly", {"gamma": 0.4, "degree": 2, "coef0": 1.0})])
+@pytest.mark.parametrize(
+    "kernel,kw", [("linear", {}), ("rbf", {"gamma": 0.5}), ("poly", {"gamma": 0.4, "degree": 2, "coef0": 1.0})]
+)
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("q", [8, 32, 1000])
 def test_matches_qp_and_smo(rng, form, kernel, kw, sparse, q):
@@ -77,8 +78,15 @@ def test_two_variables_per_point_like_svr(rng):
     z = np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
     eps, C = 0.1, 2.0
     k = make_kernel("rbf", gamma=0.5)
-    prob = DualProblem(X=X, kernel=k, y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z],
-                       upper=np.full(2 * n, C), index=np.r_[np.arange(n), np.arange(n)], shift=np.zeros(2 * n))
+    prob = DualProblem(
+        X=X,
+        kernel=k,
+        y=np.r_[np.ones(n), -np.ones(n)],
+        p=np.r_[eps - z, eps + z],
+        upper=np.full(2 * n, C),
+        index=np.r_[np.arange(n), np.arange(n)],
+        shift=np.zeros(2 * n),
+    )
     sol = batched.solve(prob, tol=1e-8, working_set_size_=16)
     Q = prob.q_matrix()
     _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
@@ -130,12 +138,22 @@ def _kernel_row_cases():
     sparse_low = sp.random(300, 60, density=0.1, format="csr", random_state=3)
     sparse_low.data = rng.normal(size=sparse_low.nnz)
     sparse_high = sp.random(300, 5000, density=0.01, format="csr", random_state=4)
-    return {"dense_small": dense_small, "dense_mid": dense_mid, "dense_wide": dense_wide,
-            "sparse_low": sparse_low, "sparse_high": sparse_high}
+    return {
+        "dense_small": dense_small,
+        "dense_mid": dense_mid,
+        "dense_wide": dense_wide,
+        "sparse_low": sparse_low,
+        "sparse_high": sparse_high,
+    }
 
 
-KERNELS = [("linear", {}), ("rbf", {"gamma": 0.05}), ("poly", {"gamma": 0.3, "degree": 3, "coef0": 1.0}),
-           ("poly", {"gamma": 0.3, "degree": 0, "coef0": 2.0}), ("sigmoid", {"gamma": 0.01, "coef0": -0.5})]
+KERNELS = [
+    ("linear", {}),
+    ("rbf", {"gamma": 0.05}),
+    ("poly", {"gamma": 0.3, "degree": 3, "coef0": 1.0}),
+    ("poly", {"gamma": 0.3, "degree": 0, "coef0": 2.0}),
+    ("sigmoid", {"gamma": 0.01, "coef0": -0.5}),
+]
 
 
 @pytest.mark.parametrize("case", sorted(_kernel_row_cases()))
@@ -156,19 +174,23 @@ def test_kernel_rows_match_the_kernel(case, kernel, kw):
     kr.set_columns(cols)
     out2 = np.zeros((5, X.shape[0]))
     kr.compute(idx, out2)
-    np.testing.assert_allclose(out2[:, :cols.size], full[:, cols], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out2[:, : cols.size], full[:, cols], rtol=1e-12, atol=1e-12)
     # the gradient rebuild: K(X[targets], X[rows]) @ coef
     rows = np.arange(0, 300, 3)
     targets = np.arange(1, 300, 2)
     coef = np.random.default_rng(1).normal(size=rows.size)
-    np.testing.assert_allclose(kr.times(rows, coef, targets), k(X[targets], X[rows]) @ coef,
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(kr.times(rows, coef, targets), k(X[targets], X[rows]) @ coef, rtol=1e-10, atol=1e-10)
 
 
 def test_compiled_exp_is_within_one_ulp():
     rng = np.random.default_rng(0)
-    x = np.concatenate([[0.0, -0.0, -1e-300, -1e-12, -0.5 * np.log(2), -700.0, -707.9],
-                        -rng.exponential(3.0, size=5000), -rng.uniform(0, 700, size=5000)])
+    x = np.concatenate(
+        [
+            [0.0, -0.0, -1e-300, -1e-12, -0.5 * np.log(2), -700.0, -707.9],
+            -rng.exponential(3.0, size=5000),
+            -rng.uniform(0, 700, size=5000),
+        ]
+    )
     o = x.copy()
     exp_nonpos(o, np.empty(x.size))
     ref = np.exp(x)

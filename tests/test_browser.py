@@ -5,6 +5,7 @@ Needs Debian's ``chromium`` package (``apt-get install -y chromium``) and the
 the browser is the system binary found on PATH.  Skips only where no Chromium
 binary exists or playwright cannot be imported.
 """
+
 import os
 import shutil
 import tempfile
@@ -17,15 +18,24 @@ pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 try:
     from playwright.sync_api import sync_playwright
+
     PLAYWRIGHT_ERROR = None
 except Exception as exc:  # noqa: BLE001 - any import problem means: skip
     sync_playwright = None
     PLAYWRIGHT_ERROR = f"{type(exc).__name__}: {exc}"
 
 CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-    "--no-first-run", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--disable-extensions", "--mute-audio",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--mute-audio",
 ]
 TIMEOUT_MS = 20_000
 #: where screenshots for people to look at go
@@ -60,20 +70,30 @@ def settle(page):
     page.wait_for_function(
         "() => { const s = window.maxmarginPlayground.state;"
         " return !!s.options && !s.queued && document.body.dataset.done === String(s.seq)"
-        " && document.body.dataset.status !== 'fitting'; }", timeout=60_000)
+        " && document.body.dataset.status !== 'fitting'; }",
+        timeout=60_000,
+    )
     return page.evaluate("() => document.body.dataset.status")
 
 
 def numbers(page):
-    ids = ["num-train-error", "num-test-error", "num-margin", "num-sv", "num-loo", "num-objective",
-           "num-iter", "num-time"]
+    ids = [
+        "num-train-error",
+        "num-test-error",
+        "num-margin",
+        "num-sv",
+        "num-loo",
+        "num-objective",
+        "num-iter",
+        "num-time",
+    ]
     return {i: page.inner_text(f"#{i}") for i in ids}
 
 
 def test_click_points_move_C_and_see_the_boundary_change(browser_page, tmp_path):
     page, errors = browser_page
     page.click("#clear")
-    page.fill("#split", "100")         # every point trains: a few clicks are enough
+    page.fill("#split", "100")  # every point trains: a few clicks are enough
     page.select_option("#kernel", "rbf")
     box = page.locator("#canvas").bounding_box()
 
@@ -97,7 +117,7 @@ def test_click_points_move_C_and_see_the_boundary_change(browser_page, tmp_path)
     assert boundary_before not in ("none", "0:0.0")
     pixels_before = canvas.screenshot()
 
-    page.fill("#C", "-2.5")            # C = 10^-2.5: a much softer margin
+    page.fill("#C", "-2.5")  # C = 10^-2.5: a much softer margin
     assert settle(page) == "ok", page.inner_text("#message")
     after = numbers(page)
     assert page.inner_text("#C-value") == "0.00316"
@@ -144,7 +164,7 @@ def test_errors_appear_in_words_and_the_page_recovers(browser_page):
     page.select_option("#formulation", "hard")
     assert settle(page) == "error"
     assert "not linearly separable" in page.inner_text("#message")
-    assert page.locator("#C").is_disabled()          # a hard margin has no C
+    assert page.locator("#C").is_disabled()  # a hard margin has no C
     page.select_option("#formulation", "l1")
     page.select_option("#kernel", "rbf")
     assert settle(page) == "ok"
@@ -164,9 +184,9 @@ def test_csv_round_trip(browser_page):
     assert page.locator("#canvas").get_attribute("data-points") == "0"
     # seed 003's layout (label first, 0/1 labels) is read too
     flipped = "y,x1,x2\n" + "".join(
-        f"{1 if row.split(',')[2] == '1' else 0},{row.split(',')[0]},{row.split(',')[1]}\n" for row in lines[1:])
-    page.set_input_files("#import", files=[{"name": "pts.csv", "mimeType": "text/csv",
-                                            "buffer": flipped.encode()}])
+        f"{1 if row.split(',')[2] == '1' else 0},{row.split(',')[0]},{row.split(',')[1]}\n" for row in lines[1:]
+    )
+    page.set_input_files("#import", files=[{"name": "pts.csv", "mimeType": "text/csv", "buffer": flipped.encode()}])
     # the file is read asynchronously: wait for the points before waiting for their fit
     page.wait_for_function("() => document.querySelector('#canvas').dataset.points === '200'", timeout=60_000)
     assert settle(page) == "ok"
@@ -181,11 +201,11 @@ def test_paint_erase_keys_and_undo(browser_page):
     settle(page)
     box = page.locator("#canvas").bounding_box()
     x0, y0 = box["x"] + 100, box["y"] + 300
-    page.keyboard.press("3")                       # third class (label 2)
+    page.keyboard.press("3")  # third class (label 2)
     assert page.evaluate("() => window.maxmarginPlayground.state.current") == 2
     page.mouse.move(x0, y0)
     page.mouse.down()
-    for k in range(1, 21):                         # a 200 px stroke paints a row of points
+    for k in range(1, 21):  # a 200 px stroke paints a row of points
         page.mouse.move(x0 + 10 * k, y0)
     page.mouse.up()
     painted = int(page.locator("#canvas").get_attribute("data-points"))
@@ -194,16 +214,17 @@ def test_paint_erase_keys_and_undo(browser_page):
     assert set(labels) == {2}
     page.mouse.click(x0 + 100, y0, button="right")  # right-click deletes what is under it
     assert int(page.locator("#canvas").get_attribute("data-points")) < painted
-    page.keyboard.press("z")                        # undo brings it back
+    page.keyboard.press("z")  # undo brings it back
     assert int(page.locator("#canvas").get_attribute("data-points")) == painted
-    page.keyboard.press("x")                        # x swaps between +1 and -1
+    page.keyboard.press("x")  # x swaps between +1 and -1
     assert page.evaluate("() => window.maxmarginPlayground.state.current") == 1
-    assert settle(page) == "idle"                   # one class only: a hint, no fit
+    assert settle(page) == "idle"  # one class only: a hint, no fit
     assert "two classes" in page.inner_text("#message")
     assert not errors
 
 
 # --------------------------------------------------------------------------- issue 14
+
 
 def reset(page, split="30"):
     """The model controls back to the defaults the other tests expect."""
@@ -218,9 +239,12 @@ def reset(page, split="30"):
 def import_points(page, rows, keys=None):
     """Replace the points (and their train/test split keys, if given) before the page fits them."""
     csv = "x1,x2,label\n" + "".join(f"{x},{y},{lab}\n" for x, y, lab in rows)
-    page.evaluate("""([csv, keys]) => { const pg = window.maxmarginPlayground;
+    page.evaluate(
+        """([csv, keys]) => { const pg = window.maxmarginPlayground;
         pg.importCsv(csv);       // the fit waits for the next animation frame
-        if (keys) { pg.state.points.forEach((p, i) => { p.u = keys[i]; }); } }""", [csv, keys])
+        if (keys) { pg.state.points.forEach((p, i) => { p.u = keys[i]; }); } }""",
+        [csv, keys],
+    )
 
 
 def test_grid_values_keep_their_resolution_at_small_C(browser_page):
@@ -232,11 +256,19 @@ def test_grid_values_keep_their_resolution_at_small_C(browser_page):
 
     page, errors = browser_page
     reset(page, split="100")
-    rows = [(-1.2, 0.4, 1), (-0.8, -0.6, 1), (-1.5, -0.2, 1), (-0.4, 0.9, 1),
-            (1.1, 0.5, -1), (0.7, -0.8, -1), (1.4, 0.1, -1), (0.3, -1.1, -1)]
+    rows = [
+        (-1.2, 0.4, 1),
+        (-0.8, -0.6, 1),
+        (-1.5, -0.2, 1),
+        (-0.4, 0.9, 1),
+        (1.1, 0.5, -1),
+        (0.7, -0.8, -1),
+        (1.4, 0.1, -1),
+        (0.3, -1.1, -1),
+    ]
     import_points(page, rows)
-    page.fill("#sigma", "0")            # sigma = 1
-    page.fill("#C", "-3")               # C = 0.001
+    page.fill("#sigma", "0")  # sigma = 1
+    page.fill("#C", "-3")  # C = 0.001
     assert settle(page) == "ok", page.inner_text("#message")
     g = page.evaluate("() => window.maxmarginPlayground.state.result.grid")
     X = np.array([r[:2] for r in rows], dtype=float)
@@ -246,14 +278,16 @@ def test_grid_values_keep_their_resolution_at_small_C(browser_page):
     exact = ref.decision_function(np.column_stack([gx.ravel(), gy.ravel()]))
     sent = np.array(g["values"], dtype=float)
     span = exact.max() - exact.min()
-    assert span < 0.05                                   # f is small at this C ...
-    assert np.max(np.abs(sent - exact)) < 1e-4 * span    # ... and still sent to 1e-4 of its range
+    assert span < 0.05  # f is small at this C ...
+    assert np.max(np.abs(sent - exact)) < 1e-4 * span  # ... and still sent to 1e-4 of its range
     # the f = 0 line the page draws is as long as the exact one (a staircase is longer)
-    lengths = page.evaluate("""([a, b, nx, ny]) => [a, b].map(v => {
+    lengths = page.evaluate(
+        """([a, b, nx, ny]) => [a, b].map(v => {
         const lines = window.maxmarginPlayground.contour(v, nx, ny, 0);
         return lines.reduce((s, l) => s + l.slice(1).reduce((t, p, i) =>
             t + Math.hypot(p[0] - l[i][0], p[1] - l[i][1]), 0), 0); })""",
-                            [g["values"], exact.tolist(), g["nx"], g["ny"]])
+        [g["values"], exact.tolist(), g["nx"], g["ny"]],
+    )
     assert lengths[1] > 10 and abs(lengths[0] - lengths[1]) < 0.01 * lengths[1], lengths
     assert not errors
 
@@ -273,7 +307,7 @@ def test_a_fit_stopped_at_the_time_limit_is_marked_on_the_canvas(browser_page):
             page.wait_for_function("() => document.body.dataset.status === 'idle'")
             page.fill("#split", "100")
             page.select_option("#kernel", "linear")
-            page.fill("#C", "5")                 # C = 1e5 on XOR, linear: SMO runs on and on
+            page.fill("#C", "5")  # C = 1e5 on XOR, linear: SMO runs on and on
             page.select_option("#preset", "xor")
             assert settle(page) == "ok", page.inner_text("#message")
             assert page.evaluate("() => window.maxmarginPlayground.state.result.numbers.stopped") == "time"
@@ -286,7 +320,7 @@ def test_a_fit_stopped_at_the_time_limit_is_marked_on_the_canvas(browser_page):
             assert c["y"] <= b["y"] and b["y"] + b["height"] <= c["y"] + c["height"] / 3
             assert page.locator("#canvas").get_attribute("data-banner") == "time-limit"
             page.screenshot(path=str(SHOTS / "playground-time-limit.png"))
-            page.fill("#C", "-1")                # C = 0.1: converges at once
+            page.fill("#C", "-1")  # C = 0.1: converges at once
             assert settle(page) == "ok"
             assert page.evaluate("() => window.maxmarginPlayground.state.result.numbers.converged")
             assert not banner.is_visible()
@@ -340,7 +374,7 @@ def test_primal_solvers_count_points_with_yf_at_most_1(browser_page):
     assert page.inner_text("#num-loo") == f"{100 * n_sv / 200:.1f}%"
     assert "y·f ≤ 1" in page.inner_text("#sv-note") and page.locator("#sv-note").is_visible()
     # the count is the points with y f <= 1 for the (w, b) the page shows
-    page.select_option("#formulation", "zero-one")   # 0/1 error: linear only, said in words
+    page.select_option("#formulation", "zero-one")  # 0/1 error: linear only, said in words
     assert settle(page) in ("ok", "error")
     assert "0/1 error" in page.inner_text("#kernel-note") and "linear kernel only" in page.inner_text("#kernel-note")
     reset(page)
@@ -354,7 +388,7 @@ def test_unavailable_solvers_are_disabled_with_the_reason(browser_page, monkeypa
     import sys
 
     page0, errors = browser_page
-    monkeypatch.setitem(sys.modules, "qpsolvers", None)   # the server (this process) lacks qpsolvers
+    monkeypatch.setitem(sys.modules, "qpsolvers", None)  # the server (this process) lacks qpsolvers
     page = page0.context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -378,7 +412,7 @@ def test_margin_is_one_over_w_and_min_yf_is_named(browser_page):
     page, errors = browser_page
     reset(page, split="100")
     page.select_option("#kernel", "linear")
-    page.select_option("#preset", "xor")                # a linear SVM cannot separate XOR
+    page.select_option("#preset", "xor")  # a linear SVM cannot separate XOR
     assert settle(page) == "ok", page.inner_text("#message")
     assert page.inner_text("#num-train-error") != "0.0%"
     margin = float(page.inner_text("#num-margin"))
@@ -399,29 +433,31 @@ def test_shortcuts_work_after_a_slider_and_the_canvas_fits_narrow_windows(browse
     settle(page)
     state = "window.maxmarginPlayground.state"
     page.focus("#C")
-    page.keyboard.press("ArrowRight")                 # the slider moves ...
-    page.keyboard.press("3")                          # ... and the key still picks class 2
+    page.keyboard.press("ArrowRight")  # the slider moves ...
+    page.keyboard.press("3")  # ... and the key still picks class 2
     assert page.evaluate(f"() => {state}.current") == 2
     page.keyboard.press("x")
     assert page.evaluate(f"() => {state}.current") == 1
     page.focus("#kernel")
     page.keyboard.press("e")
     assert page.evaluate(f"() => {state}.mode") == "erase"
-    assert page.eval_on_selector("#kernel", "k => k.value") == "rbf"    # the menu did not jump
+    assert page.eval_on_selector("#kernel", "k => k.value") == "rbf"  # the menu did not jump
     page.keyboard.press("d")
     assert page.evaluate(f"() => {state}.mode") == "draw"
-    page.select_option("#kernel", "poly")            # coef0 shows
+    page.select_option("#kernel", "poly")  # coef0 shows
     page.fill("#coef0", "")
     page.focus("#coef0")
-    page.keyboard.type("2")                           # typing a number is not a shortcut
+    page.keyboard.type("2")  # typing a number is not a shortcut
     assert page.evaluate(f"() => {state}.current") == 1
     page.fill("#coef0", "1")
     page.select_option("#kernel", "rbf")
 
     page.set_viewport_size({"width": 360, "height": 800})
     try:
-        page.wait_for_function("() => { const r = document.querySelector('#canvas').getBoundingClientRect();"
-                               " return r.left >= 0 && r.right <= window.innerWidth && r.width < 400; }")
+        page.wait_for_function(
+            "() => { const r = document.querySelector('#canvas').getBoundingClientRect();"
+            " return r.left >= 0 && r.right <= window.innerWidth && r.width < 400; }"
+        )
         widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1], widths
         page.click("#clear")

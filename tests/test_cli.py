@@ -1,4 +1,5 @@
 """The ``maxmargin`` command, end to end: subprocesses for the real thing, CliRunner where faster."""
+
 import gzip
 import io
 import json
@@ -30,8 +31,15 @@ def run_cli(*args, cwd=None, **kwargs):
     """``python -m maxmargin ARGS`` in a subprocess (finds this checkout's maxmargin)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "maxmargin", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "maxmargin", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def invoke(*args, **kwargs):
@@ -110,9 +118,26 @@ def test_ctrl_c_stops_training_and_writes_nothing(tmp_path):
     model.write_bytes(b"old model")  # an existing model must survive
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-m", "maxmargin", "train", str(data), "-c", "1e6", "-g", "0.5",
-                             "-o", str(model), "--verbose"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "maxmargin",
+            "train",
+            str(data),
+            "-c",
+            "1e6",
+            "-g",
+            "0.5",
+            "-o",
+            str(model),
+            "--verbose",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     watchdog = threading.Timer(90, proc.kill)  # never hang the test run
     watchdog.start()
     try:
@@ -136,8 +161,13 @@ def test_ctrl_c_stops_training_and_writes_nothing(tmp_path):
 
 def test_csv_gz_round_trip(tmp_path):
     X, y = load_heart_scale()
-    csv = "label," + ",".join(f"f{j}" for j in range(13)) + "\n" + "\n".join(
-        ",".join([f"{yi:g}"] + [f"{v:g}" for v in xi]) for xi, yi in zip(X, y)) + "\n"
+    csv = (
+        "label,"
+        + ",".join(f"f{j}" for j in range(13))
+        + "\n"
+        + "\n".join(",".join([f"{yi:g}"] + [f"{v:g}" for v in xi]) for xi, yi in zip(X, y))
+        + "\n"
+    )
     data = tmp_path / "heart.csv.gz"
     data.write_bytes(gzip.compress(csv.encode()))
     model = tmp_path / "h.mm"
@@ -154,8 +184,17 @@ def test_csv_gz_round_trip(tmp_path):
     assert res["labels"] == ["-1", "1"] and np.sum(res["confusion_matrix"]) == 270
     r = invoke("info", model)
     assert r.exit_code == 0
-    for text in ("format version 1", "SVC (c-svc, classification)", "Kernel           linear",
-                 "Support vectors", "Margin", "LOO bound", "Objective", "Training", "heart.csv.gz"):
+    for text in (
+        "format version 1",
+        "SVC (c-svc, classification)",
+        "Kernel           linear",
+        "Support vectors",
+        "Margin",
+        "LOO bound",
+        "Objective",
+        "Training",
+        "heart.csv.gz",
+    ):
         assert text in r.stdout
 
 
@@ -236,14 +275,51 @@ def test_class_weights_libsvm_style(tmp_path):
 
 
 def test_all_svc_parameters_reach_the_estimator(tmp_path):
-    r = invoke("train", HEART, "-o", tmp_path / "p.mm", "-k", "poly", "-c", "3", "-g", "0.25", "-d", "2", "-r", "1",
-               "-e", "0.01", "-m", "50", "--max-iter", "100000", "--time-limit", "60", "--no-shrinking",
-               "--formulation", "l2", "--solver", "smo")
+    r = invoke(
+        "train",
+        HEART,
+        "-o",
+        tmp_path / "p.mm",
+        "-k",
+        "poly",
+        "-c",
+        "3",
+        "-g",
+        "0.25",
+        "-d",
+        "2",
+        "-r",
+        "1",
+        "-e",
+        "0.01",
+        "-m",
+        "50",
+        "--max-iter",
+        "100000",
+        "--time-limit",
+        "60",
+        "--no-shrinking",
+        "--formulation",
+        "l2",
+        "--solver",
+        "smo",
+    )
     assert r.exit_code == 0, r.output
     p = load_model(tmp_path / "p.mm").get_params()
-    assert (p["kernel"], p["C"], p["gamma"], p["degree"], p["coef0"], p["tol"], p["cache_size"], p["max_iter"],
-            p["time_limit"], p["shrinking"], p["formulation"], p["solver"]) == (
-        "poly", 3.0, 0.25, 2, 1.0, 0.01, 50.0, 100000, 60.0, False, "l2", "smo")
+    assert (
+        p["kernel"],
+        p["C"],
+        p["gamma"],
+        p["degree"],
+        p["coef0"],
+        p["tol"],
+        p["cache_size"],
+        p["max_iter"],
+        p["time_limit"],
+        p["shrinking"],
+        p["formulation"],
+        p["solver"],
+    ) == ("poly", 3.0, 0.25, 2, 1.0, 0.01, 50.0, 100000, 60.0, False, "l2", "smo")
     r = invoke("train", HEART, "-o", tmp_path / "s.mm", "-t", "2", "--sigma", "2", "-s", "0")
     assert r.exit_code == 0, r.output
     m = load_model(tmp_path / "s.mm")
@@ -391,8 +467,15 @@ def test_interrupt_in_process(tmp_path, monkeypatch):
 def test_progress_line_format_and_stop():
     stream = io.StringIO()
     p = Progress("tty", stream=stream, width=200)
-    info = {"iteration": 12345, "objective": -3.5, "violation": 0.01, "tol": 1e-3, "subproblem": 1,
-            "n_subproblems": 3, "elapsed": 0.5}
+    info = {
+        "iteration": 12345,
+        "objective": -3.5,
+        "violation": 0.01,
+        "tol": 1e-3,
+        "subproblem": 1,
+        "n_subproblems": 3,
+        "elapsed": 0.5,
+    }
     assert p(dict(info, violation=1.0)) is None
     text = stream.getvalue()
     assert text.startswith("\r") and "problem 2/3" in text and "iter 12,345" in text
@@ -440,9 +523,17 @@ def test_progress_on_a_terminal_only(tmp_path, long_fit_data, monkeypatch):
 def test_quickstart(tmp_path):
     r = invoke("quickstart", "-o", tmp_path / "q.mm")
     assert r.exit_code == 0, r.output
-    for text in ("heart_scale", "test accuracy", "support vectors", "margin", "band half-width", "LOO bound",
-                 "dual objective",
-                 "fit time", "maxmargin train"):
+    for text in (
+        "heart_scale",
+        "test accuracy",
+        "support vectors",
+        "margin",
+        "band half-width",
+        "LOO bound",
+        "dual objective",
+        "fit time",
+        "maxmargin train",
+    ):
         assert text in r.stdout
     acc = float(r.stdout.split("test accuracy")[1].split("%")[0])
     assert 70 < acc <= 100
@@ -454,10 +545,21 @@ def test_plot_calls_plot_model_file(tmp_path, heart_model, monkeypatch):
     fake = types.ModuleType("maxmargin.plot")
     fake.plot_model_file = lambda *a, **k: calls.append((a, k))
     monkeypatch.setitem(sys.modules, "maxmargin.plot", fake)
-    r = invoke("plot", heart_model, HEART, "-o", tmp_path / "p.png", "-O", "resolution=50", "-O",
-               "show_margins=false", "--dpi", "80")
+    r = invoke(
+        "plot",
+        heart_model,
+        HEART,
+        "-o",
+        tmp_path / "p.png",
+        "-O",
+        "resolution=50",
+        "-O",
+        "show_margins=false",
+        "--dpi",
+        "80",
+    )
     assert r.exit_code == 0, r.output
-    (args, kwargs), = calls
+    ((args, kwargs),) = calls
     assert args == (str(heart_model), HEART, str(tmp_path / "p.png"))
     assert kwargs == {"resolution": 50, "show_margins": False, "dpi": 80}
 
@@ -556,8 +658,9 @@ def test_regression_types(tmp_path, regression_csv):
     r = invoke("train", data, "-s", "3", "--cv", "3")
     assert r.exit_code == 0, r.output
     mse = float(r.stdout.split("Cross Validation Mean squared error = ")[1].split()[0])
-    ref_cv = -cross_val_score(maxmargin.SVR(), X, z, cv=KFold(3, shuffle=True, random_state=0),
-                              scoring="neg_mean_squared_error")
+    ref_cv = -cross_val_score(
+        maxmargin.SVR(), X, z, cv=KFold(3, shuffle=True, random_state=0), scoring="neg_mean_squared_error"
+    )
     assert mse == pytest.approx(ref_cv.mean(), rel=0.05)
     r = invoke("train", data, "-s", "epsilon-svr", "-w", "1=2")
     assert r.exit_code == 2 and "does not apply to --type epsilon-svr" in r.stderr

@@ -1,5 +1,6 @@
 """Every (formulation, solver) pair of maxmargin.formulations against an independent QP (cvxopt),
 the documents' bias and margin formulas, separability, the seed data sets and the comparison helper."""
+
 import lzma
 
 import numpy as np
@@ -31,8 +32,14 @@ def reference(formulation, kernel, X, y, C):
     cvxopt.solvers.options.update(show_progress=False, abstol=1e-12, reltol=1e-12, feastol=1e-12)
     if formulation == "l2-simplex":
         H = yy * (K + 1.0) + np.eye(n) / C
-        sol = cvxopt.solvers.qp(cvxopt.matrix(H), cvxopt.matrix(np.zeros(n)), cvxopt.matrix(-np.eye(n)),
-                                cvxopt.matrix(np.zeros(n)), cvxopt.matrix(np.ones((1, n))), cvxopt.matrix(1.0))
+        sol = cvxopt.solvers.qp(
+            cvxopt.matrix(H),
+            cvxopt.matrix(np.zeros(n)),
+            cvxopt.matrix(-np.eye(n)),
+            cvxopt.matrix(np.zeros(n)),
+            cvxopt.matrix(np.ones((1, n))),
+            cvxopt.matrix(1.0),
+        )
         mu = np.array(sol["x"]).ravel()
         return mu, -(y @ mu), 0.5 * mu @ H @ mu
     Q = yy * K + (np.eye(n) / C if formulation == "l2" else 0.0)
@@ -40,8 +47,14 @@ def reference(formulation, kernel, X, y, C):
         G, h = np.vstack([-np.eye(n), np.eye(n)]), np.r_[np.zeros(n), np.full(n, C)]
     else:
         G, h = -np.eye(n), np.zeros(n)
-    sol = cvxopt.solvers.qp(cvxopt.matrix(Q), cvxopt.matrix(-np.ones(n)), cvxopt.matrix(G), cvxopt.matrix(h),
-                            cvxopt.matrix(y.reshape(1, -1)), cvxopt.matrix(0.0))
+    sol = cvxopt.solvers.qp(
+        cvxopt.matrix(Q),
+        cvxopt.matrix(-np.ones(n)),
+        cvxopt.matrix(G),
+        cvxopt.matrix(h),
+        cvxopt.matrix(y.reshape(1, -1)),
+        cvxopt.matrix(0.0),
+    )
     a = np.array(sol["x"]).ravel()
     s = K @ (a * y)
     shift = 1.0 / C if formulation == "l2" else 0.0
@@ -134,8 +147,7 @@ def test_pair_matches_the_reference_qp(formulation, solver, kernel):
 def test_zero_one_is_a_valid_pair_with_a_linear_kernel_only():
     X, y = data(seed=3)
     fit = F.fit_binary(X, y, 1.0, make_kernel("linear"), "zero-one", "random-search")
-    assert fit.alpha is None and fit.margin == pytest.approx(
-        np.min(y * (X @ fit.w - fit.rho)) / np.linalg.norm(fit.w))
+    assert fit.alpha is None and fit.margin == pytest.approx(np.min(y * (X @ fit.w - fit.rho)) / np.linalg.norm(fit.w))
     with pytest.raises(ValueError, match="linear kernel only"):
         F.fit_binary(X, y, 1.0, make_kernel("rbf", gamma=1.0), "zero-one", "random-search")
 
@@ -179,8 +191,10 @@ def test_bias_rules_agree_where_the_documents_say_they_are_exact():
     X, y = data(seed=6)
     for formulation in ("hard", "l2"):
         Xf, yf = separable(seed=6) if formulation == "hard" else (X, y)
-        rhos = [F.fit_binary(Xf, yf, 1.0, kern, formulation, "qp", bias=r).rho
-                for r in ("notebook", "libsvm", "largest-alpha", "sv-average")]
+        rhos = [
+            F.fit_binary(Xf, yf, 1.0, kern, formulation, "qp", bias=r).rho
+            for r in ("notebook", "libsvm", "largest-alpha", "sv-average")
+        ]
         np.testing.assert_allclose(rhos, rhos[0], atol=1e-7)
     # 1-norm soft margin with bounded SVs: the notebook's printed formula (alpha weights) is not exact,
     # LIBSVM's free-SV average is (this is why it is the default for 'l1')
@@ -284,8 +298,7 @@ def blobs():
     from sklearn.datasets import make_blobs
     from sklearn.preprocessing import StandardScaler
 
-    X, y = make_blobs(n_samples=200, n_features=2, centers=2, center_box=(-15.0, 15.0), cluster_std=1.0,
-                      random_state=4)
+    X, y = make_blobs(n_samples=200, n_features=2, centers=2, center_box=(-15.0, 15.0), cluster_std=1.0, random_state=4)
     y = np.where(y == 0, -1.0, 1.0)
     return StandardScaler().fit_transform(X), y
 
@@ -311,8 +324,9 @@ def test_seed_004_blobs_hard_margin(solver):
     assert fit.margin > 0
 
 
-@pytest.mark.parametrize("formulation,solver", [("hard", "qp"), ("hard", "smo"), ("l1", "smo"),
-                                                ("l2-simplex", "frank-wolfe")])
+@pytest.mark.parametrize(
+    "formulation,solver", [("hard", "qp"), ("hard", "smo"), ("l1", "smo"), ("l2-simplex", "frank-wolfe")]
+)
 def test_seed_004_xor_clusters_rbf(formulation, solver):
     X, y = xor_clusters()
     kern = make_kernel("rbf", sigma=1.0, X=X)
@@ -342,8 +356,7 @@ def test_invalid_pairs_and_options_raise_clear_errors():
     with pytest.raises(ValueError, match="unknown option 'nonsense'"):
         F.fit_binary(X, y, 1.0, lin, "l1", "qp", nonsense=1)
     # the estimator's common options are accepted by every solver
-    common = dict(tol=1e-3, max_iter=-1, shrinking=True, cache_size=100, callback=None, time_limit=None,
-                  verbose=False)
+    common = dict(tol=1e-3, max_iter=-1, shrinking=True, cache_size=100, callback=None, time_limit=None, verbose=False)
     for f, s in F.valid_pairs():
         Xf, yf = separable(n=20) if f == "hard" else (X, y)
         F.fit_binary(Xf, yf, 1.0, lin, f, s, **common)
@@ -394,8 +407,14 @@ def test_compare_table(capsys):
 
     X, y = data(n=40, seed=15)
     Xt, yt = data(n=40, seed=16)
-    pairs = [("l1", "qp"), ("l2", "primal-qp"), ("hard", "qp"), ("l2-simplex", "frank-wolfe", {"step": "pairwise"}),
-             ("l1", "subgradient"), ("zero-one", "random-search")]
+    pairs = [
+        ("l1", "qp"),
+        ("l2", "primal-qp"),
+        ("hard", "qp"),
+        ("l2-simplex", "frank-wolfe", {"step": "pairwise"}),
+        ("l1", "subgradient"),
+        ("zero-one", "random-search"),
+    ]
     rows = compare(X, y, Xt, yt, pairs=pairs, kernel="linear", C=1.0, max_iter=-1)
     out = capsys.readouterr().out
     assert "formulation" in out and "frank-wolfe[step=pairwise]" in out
@@ -405,8 +424,7 @@ def test_compare_table(capsys):
     ok = [r for r in rows if r["status"] == "ok"]
     assert all(0 <= r["train_err"] <= 1 and 0 <= r["test_err"] <= 1 and r["n_sv"] > 0 for r in ok)
     assert rows[0]["objective"] == pytest.approx(rows[4]["objective"], rel=1e-2)  # hinge: qp vs subgradient
-    rows = compare(X, y, pairs=[("l1", "subgradient"), ("l1", "qp", {"max_n": 10})], kernel="rbf",
-                   print_table=False)
+    rows = compare(X, y, pairs=[("l1", "subgradient"), ("l1", "qp", {"max_n": 10})], kernel="rbf", print_table=False)
     assert rows[0]["status"].startswith("skipped") and rows[1]["status"] == "refused (n=40 > 10)"
 
 
@@ -418,8 +436,23 @@ def test_compare_command_line(tmp_path, capsys):
     path = tmp_path / "train.svm.xz"
     with lzma.open(path, "wt") as fh:
         fh.write("\n".join(lines) + "\n")
-    assert main(["--data", str(path), "--test", str(path), "--n-train", "20", "--kernel", "linear",
-                 "--pairs", "l1:qp,l2-simplex:frank-wolfe:step=away"]) == 0
+    assert (
+        main(
+            [
+                "--data",
+                str(path),
+                "--test",
+                str(path),
+                "--n-train",
+                "20",
+                "--kernel",
+                "linear",
+                "--pairs",
+                "l1:qp,l2-simplex:frank-wolfe:step=away",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "training: 20 x 2, test: 30" in out
     assert "frank-wolfe[step=away]" in out and "ok" in out
@@ -436,8 +469,14 @@ def test_hard_margin_on_non_separable_data_stops_early(solver):
     seen = []
     from maxmargin import SVC
 
-    est = SVC(formulation="hard", kernel="poly", degree=2, solver=solver, time_limit=10,
-              callback=lambda info: seen.append(info["iteration"]))
+    est = SVC(
+        formulation="hard",
+        kernel="poly",
+        degree=2,
+        solver=solver,
+        time_limit=10,
+        callback=lambda info: seen.append(info["iteration"]),
+    )
     with pytest.raises(F.NotSeparableError, match="margin < min_margin"):
         est.fit(X, y)
     assert max(seen, default=0) < 100_000

@@ -1,5 +1,6 @@
 """Frank-Wolfe for the L2-SVM on the simplex (seed 000): Listing 3 exactly, every step rule
 against an independent QP (cvxopt), the duality-gap certificate, and the memory contract."""
+
 import numpy as np
 import pytest
 import scipy.spatial as spt
@@ -67,8 +68,14 @@ def simplex_reference(H):
     """min 1/2 mu'H mu, 1'mu = 1, mu >= 0 with cvxopt (independent of maxmargin)."""
     n = H.shape[0]
     cvxopt.solvers.options.update(show_progress=False, abstol=1e-12, reltol=1e-12, feastol=1e-12)
-    sol = cvxopt.solvers.qp(cvxopt.matrix(H), cvxopt.matrix(np.zeros(n)), cvxopt.matrix(-np.eye(n)),
-                            cvxopt.matrix(np.zeros(n)), cvxopt.matrix(np.ones((1, n))), cvxopt.matrix(1.0))
+    sol = cvxopt.solvers.qp(
+        cvxopt.matrix(H),
+        cvxopt.matrix(np.zeros(n)),
+        cvxopt.matrix(-np.eye(n)),
+        cvxopt.matrix(np.zeros(n)),
+        cvxopt.matrix(np.ones((1, n))),
+        cvxopt.matrix(1.0),
+    )
     mu = np.array(sol["x"]).ravel()
     return mu, float(0.5 * mu @ H @ mu)
 
@@ -233,8 +240,7 @@ def test_max_iter_callback_and_time_limit():
         seen.append(info)
         return False
 
-    s = solve(prob, step="2/(t+2)", tol=1e-12, max_iter=10_000, callback=cb, callback_info={"subproblem": 0},
-              chunk=100)
+    s = solve(prob, step="2/(t+2)", tol=1e-12, max_iter=10_000, callback=cb, callback_info={"subproblem": 0}, chunk=100)
     assert s.status == "callback" and s.n_iter == 100
     assert {"iteration", "objective", "violation", "tol", "elapsed", "subproblem"} <= set(seen[0])
     s = solve(prob, step="2/(t+2)", tol=1e-15, max_iter=10**9, time_limit=0.05)

@@ -1,4 +1,5 @@
 """Data files (CSV, LIBSVM, compressed) and maxmargin model files."""
+
 import bz2
 import gzip
 import io
@@ -163,8 +164,13 @@ def test_compressed_files(tmp_path, codec):
     ds = read_data(write(tmp_path, "heart.data", comp))
     assert ds.compression == codec
     # CSV compressed as well
-    X, y = load_data(write(tmp_path, "seed.csv" + suffix, {"gzip": gzip.compress, "bzip2": bz2.compress,
-                                                            "xz": lzma.compress}[codec](SEED_003.encode())))
+    X, y = load_data(
+        write(
+            tmp_path,
+            "seed.csv" + suffix,
+            {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[codec](SEED_003.encode()),
+        )
+    )
     np.testing.assert_array_equal(y, [1, 1, -1, -1])
 
 
@@ -519,8 +525,9 @@ def test_huge_feature_index_is_refused_with_line_and_limit(tmp_path, index):
 
     p = tmp_path / "big.svm"
     p.write_text(f"1 1:0.5 2:1\n# a comment\n\n-1 1:-0.5 {index}:1\n1 2:0.3\n")
-    with pytest.raises(DataFormatError, match=f"line 4: feature index {index:,} is beyond .* limit of "
-                                              f"{MAX_FEATURES:,} features"):
+    with pytest.raises(
+        DataFormatError, match=f"line 4: feature index {index:,} is beyond .* limit of {MAX_FEATURES:,} features"
+    ):
         read_data(p)
 
 
@@ -528,8 +535,10 @@ def test_huge_feature_index_in_a_libsvm_model_or_matrix_is_refused(tmp_path):
     from maxmargin.io import load_libsvm_model
 
     p = tmp_path / "m.model"
-    p.write_text("svm_type c_svc\nkernel_type linear\nnr_class 2\ntotal_sv 2\nrho 0\nlabel 1 -1\nnr_sv 1 1\nSV\n"
-                 "1 1:1 2000000000:1\n-1 1:-1\n")
+    p.write_text(
+        "svm_type c_svc\nkernel_type linear\nnr_class 2\ntotal_sv 2\nrho 0\nlabel 1 -1\nnr_sv 1 1\nSV\n"
+        "1 1:1 2000000000:1\n-1 1:-1\n"
+    )
     with pytest.raises(ModelFormatError, match="line 9: feature index 2,000,000,000 is beyond"):
         load_libsvm_model(p)
     X = sp.csr_matrix((np.ones(2), np.array([0, 2_000_000_000]), np.array([0, 1, 2])), shape=(2, 2_000_000_001))

@@ -82,14 +82,15 @@ def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
     eng.set_columns(cols)
     out = np.zeros((4, X.shape[0]))
     eng.compute(idx, out)
-    np.testing.assert_allclose(out[:, :cols.size], ref[np.ix_(idx, cols)], **tol)
+    np.testing.assert_allclose(out[:, : cols.size], ref[np.ix_(idx, cols)], **tol)
     np.testing.assert_allclose(eng.diag(), np.diag(ref), **tol)
     # the single rows of SMO
     kd = kernel_data(X, kern)
     row = np.zeros(X.shape[0])
     targets = np.arange(X.shape[0], dtype=np.int64)
-    compute_row(kd.code, kd.kp, kd.X, kd.data, kd.indices, kd.indptr, kd.sqn, kd.sparse, kd.work, 7, targets,
-                targets.size, row)
+    compute_row(
+        kd.code, kd.kp, kd.X, kd.data, kd.indices, kd.indptr, kd.sqn, kd.sparse, kd.work, 7, targets, targets.size, row
+    )
     np.testing.assert_allclose(row, ref[7], **tol)
     diag = kernel_diag(kd.code, kd.kp, kd.X, kd.data, kd.indices, kd.indptr, kd.sqn, kd.sparse, X.shape[0])
     np.testing.assert_allclose(diag, np.diag(ref), **tol)
@@ -101,8 +102,22 @@ def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
     if mode == SPARSE:  # the other side as columns, built once per class
         cptr, crow, cval = columns_of(bd.data, bd.indices, bd.indptr, bd.n_features, rb)
         out = np.empty((ra.size, rb.size))
-        block_by_columns(bd.data, bd.indices, bd.indptr, bd.code, bd.gamma, bd.coef0, bd.degree, bd.sq, ra,
-                         cptr, crow, cval, np.ascontiguousarray(bd.sq[rb]), out)
+        block_by_columns(
+            bd.data,
+            bd.indices,
+            bd.indptr,
+            bd.code,
+            bd.gamma,
+            bd.coef0,
+            bd.degree,
+            bd.sq,
+            ra,
+            cptr,
+            crow,
+            cval,
+            np.ascontiguousarray(bd.sq[rb]),
+            out,
+        )
         np.testing.assert_allclose(out, ref[np.ix_(ra, rb)], **tol)
 
 
@@ -125,8 +140,12 @@ def test_transform_is_the_formula(code):
     params = (0.7, 0.25, 3.0)
     got = formulas.transform_rows(D.copy(), code, params, sa, sb)
     g, c0, deg = params
-    expect = {0: D, 1: (g * D + c0) ** deg, 2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
-              3: np.tanh(g * D + c0)}[code]
+    expect = {
+        0: D,
+        1: (g * D + c0) ** deg,
+        2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
+        3: np.tanh(g * D + c0),
+    }[code]
     np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-15)
 
 
@@ -159,13 +178,17 @@ def _two_views(n=120, d=12, seed=3):
 @pytest.mark.parametrize("n_classes", [2, 4])
 def test_svc_dense_and_sparse_models_are_equal(kernel, n_classes):
     X, Xs = _two_views()
-    y = (np.arange(X.shape[0]) * 7919 % n_classes)
+    y = np.arange(X.shape[0]) * 7919 % n_classes
     y[X[:, 0] > 0.5] = 0
     dense = SVC(kernel=kernel, C=2.0, tol=1e-8, gamma=0.1).fit(X, y)
     sparse = SVC(kernel=kernel, C=2.0, tol=1e-8, gamma=0.1).fit(Xs, y)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
-    np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_.toarray() if sp.issparse(sparse.dual_coef_)
-                               else sparse.dual_coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        dense.dual_coef_,
+        sparse.dual_coef_.toarray() if sp.issparse(sparse.dual_coef_) else sparse.dual_coef_,
+        rtol=1e-6,
+        atol=1e-7,
+    )
     np.testing.assert_allclose(dense.intercept_, sparse.intercept_, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(Xs), rtol=1e-6, atol=1e-7)
 

@@ -1,4 +1,5 @@
 """LIBSVM's text model format: round trips here, and interoperation with the real LIBSVM."""
+
 import os
 
 import numpy as np
@@ -136,8 +137,10 @@ SV
 @pytest.mark.parametrize(
     "text, pattern",
     [
-        (GOOD.replace("total_sv 2", "total_sv 3").replace("nr_sv 1 1", "nr_sv 2 1"),
-         "truncated: total_sv is 3 but only 2"),
+        (
+            GOOD.replace("total_sv 2", "total_sv 3").replace("nr_sv 1 1", "nr_sv 2 1"),
+            "truncated: total_sv is 3 but only 2",
+        ),
         (GOOD.split("SV\n")[0], "no 'SV' line"),
         (GOOD.replace("gamma 0.5", "gama 0.5"), r"line 3: unknown entry 'gama'"),
         (GOOD.replace("kernel_type rbf", "kernel_type precomputed"), "precomputed kernel are not supported"),
@@ -285,9 +288,11 @@ def test_regression_and_one_class_round_trip(tmp_path, svmutil):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 3))
     z = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=120)
-    for svm_type, options, target in (("epsilon_svr", "-s 3 -c 2 -p 0.1 -g 0.3", z),
-                                      ("nu_svr", "-s 4 -c 2 -n 0.4 -g 0.3", z),
-                                      ("one_class", "-s 2 -n 0.2 -g 0.3", np.ones(120))):
+    for svm_type, options, target in (
+        ("epsilon_svr", "-s 3 -c 2 -p 0.1 -g 0.3", z),
+        ("nu_svr", "-s 4 -c 2 -n 0.4 -g 0.3", z),
+        ("one_class", "-s 2 -n 0.2 -g 0.3", np.ones(120)),
+    ):
         lm = svmutil.svm_train(target.tolist(), X.tolist(), options + " -q")
         mpath = os.fspath(tmp_path / f"{svm_type}.model")
         svmutil.svm_save_model(mpath, lm)
@@ -301,11 +306,13 @@ def test_regression_and_one_class_round_trip(tmp_path, svmutil):
         else:
             np.testing.assert_allclose(est.predict(X), p_lib, atol=1e-6)
         save_libsvm_model(est, tmp_path / "back.model")
-        p_back, _, _ = svmutil.svm_predict(target.tolist(), X.tolist(),
-                                           svmutil.svm_load_model(os.fspath(tmp_path / "back.model")), "-q")
+        p_back, _, _ = svmutil.svm_predict(
+            target.tolist(), X.tolist(), svmutil.svm_load_model(os.fspath(tmp_path / "back.model")), "-q"
+        )
         np.testing.assert_allclose(p_back, p_lib, atol=1e-6)
     svr = maxmargin.SVR(C=2.0, epsilon=0.1, gamma=0.3).fit(X, z)
     save_libsvm_model(svr, tmp_path / "svr.model")
-    p_lib, _, _ = svmutil.svm_predict(z.tolist(), X.tolist(), svmutil.svm_load_model(os.fspath(tmp_path / "svr.model")),
-                                      "-q")
+    p_lib, _, _ = svmutil.svm_predict(
+        z.tolist(), X.tolist(), svmutil.svm_load_model(os.fspath(tmp_path / "svr.model")), "-q"
+    )
     np.testing.assert_allclose(p_lib, svr.predict(X), atol=1e-8)

@@ -1,6 +1,7 @@
 """The nu-variant of SMO (two equality constraints), NuSVC and NuSVR against
 independent references: a QP solver with both constraints, scikit-learn, and the
 C-SVC that nu-SVC is equivalent to."""
+
 import warnings
 
 import numpy as np
@@ -19,8 +20,11 @@ from maxmargin.problem import nu_svc_problem, nu_svr_problem
 from maxmargin.solvers import batched, smo
 
 #: both solvers with a nu-variant; the batched one also with a working set smaller than n
-NU_SOLVERS = {"smo": smo.solve, "batched": batched.solve,
-              "batched-q8": lambda prob, **kw: batched.solve(prob, working_set_size_=8, **kw)}
+NU_SOLVERS = {
+    "smo": smo.solve,
+    "batched": batched.solve,
+    "batched-q8": lambda prob, **kw: batched.solve(prob, working_set_size_=8, **kw),
+}
 
 
 def qp_reference_nu(Q, p, y, upper, sums):
@@ -29,8 +33,14 @@ def qp_reference_nu(Q, p, y, upper, sums):
     qpsolvers = pytest.importorskip("qpsolvers")
     n = Q.shape[0]
     A = np.vstack([(y > 0).astype(float), (y < 0).astype(float)])
-    qp = qpsolvers.Problem(sp.csc_matrix(0.5 * (Q + Q.T) + 1e-12 * np.eye(n)), p, A=sp.csc_matrix(A),
-                           b=np.asarray(sums, dtype=float), lb=np.zeros(n), ub=np.asarray(upper, dtype=float))
+    qp = qpsolvers.Problem(
+        sp.csc_matrix(0.5 * (Q + Q.T) + 1e-12 * np.eye(n)),
+        p,
+        A=sp.csc_matrix(A),
+        b=np.asarray(sums, dtype=float),
+        lb=np.zeros(n),
+        ub=np.asarray(upper, dtype=float),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sol = qpsolvers.solve_problem(qp, solver="clarabel", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
@@ -230,22 +240,32 @@ def test_nusvc_in_grid_search_and_pipeline():
 def test_check_estimator_nusvc_nusvr():
     from sklearn.utils.estimator_checks import check_estimator
 
-    weights_reason = ("sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and the "
-                      "default tol=1e-3 gives agreement to about the tolerance, not 1e-7 "
-                      "(test_integer_weights_equal_repeated_rows_nu checks it with a fixed gamma)")
+    weights_reason = (
+        "sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and the "
+        "default tol=1e-3 gives agreement to about the tolerance, not 1e-7 "
+        "(test_integer_weights_equal_repeated_rows_nu checks it with a fixed gamma)"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_estimator(NuSVR(), expected_failed_checks={
-            "check_sample_weight_equivalence_on_dense_data": weights_reason,
-            "check_sample_weight_equivalence_on_sparse_data": weights_reason,
-        })
-        infeasible = ("the check's weights make one class far lighter than the other, so nu=0.5 is "
-                      "infeasible (nu <= 2 min(n_a, n_b)/(n_a + n_b)) and fit raises ValueError, as it should")
-        check_estimator(NuSVC(), expected_failed_checks={
-            "check_sample_weight_equivalence_on_dense_data": infeasible,
-            "check_sample_weight_equivalence_on_sparse_data": infeasible,
-            "check_class_weight_classifiers": infeasible,
-        })
+        check_estimator(
+            NuSVR(),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": weights_reason,
+                "check_sample_weight_equivalence_on_sparse_data": weights_reason,
+            },
+        )
+        infeasible = (
+            "the check's weights make one class far lighter than the other, so nu=0.5 is "
+            "infeasible (nu <= 2 min(n_a, n_b)/(n_a + n_b)) and fit raises ValueError, as it should"
+        )
+        check_estimator(
+            NuSVC(),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": infeasible,
+                "check_sample_weight_equivalence_on_sparse_data": infeasible,
+                "check_class_weight_classifiers": infeasible,
+            },
+        )
 
 
 def test_integer_weights_equal_repeated_rows_nu(rng):

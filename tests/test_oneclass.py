@@ -1,16 +1,17 @@
 """maxmargin.OneClassSVM against the QP reference and scikit-learn's OneClassSVM."""
+
 import pickle
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import kkt_violation, qp_reference
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import OneClassSVM as SkOneClassSVM
 
-from conftest import kkt_violation, qp_reference
 from maxmargin import OneClassSVM
 from maxmargin.kernels import make_kernel
 from maxmargin.problem import one_class_problem
@@ -26,8 +27,9 @@ def _blob(rng, n=80, d=2, sparse=False):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-@pytest.mark.parametrize("kernel,kw", [("rbf", {"gamma": 0.5}), ("linear", {}),
-                                       ("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})])
+@pytest.mark.parametrize(
+    "kernel,kw", [("rbf", {"gamma": 0.5}), ("linear", {}), ("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})]
+)
 @pytest.mark.parametrize("nu", [0.05, 0.3, 1.0])
 def test_dual_matches_qp_reference(rng, kernel, kw, sparse, nu):
     X = _blob(rng, sparse=sparse)
@@ -50,8 +52,9 @@ def test_dual_matches_qp_reference(rng, kernel, kw, sparse, nu):
         assert np.allclose((Q @ sol.alpha)[free], sol.rho, atol=1e-6)
 
 
-@pytest.mark.parametrize("kernel,kw", [("rbf", {}), ("poly", {"degree": 2, "coef0": 1.0}),
-                                       ("sigmoid", {"gamma": 0.1, "coef0": 0.0})])
+@pytest.mark.parametrize(
+    "kernel,kw", [("rbf", {}), ("poly", {"degree": 2, "coef0": 1.0}), ("sigmoid", {"gamma": 0.1, "coef0": 0.0})]
+)
 def test_against_sklearn(kernel, kw):
     rng = np.random.default_rng(7)
     X = np.r_[rng.normal(size=(360, 3)), rng.uniform(-5, 5, size=(40, 3))]
@@ -127,21 +130,27 @@ def test_fit_predict_and_pipeline(rng):
     # at most a fraction nu strictly outside (boundary points sit at 0 up to the solver's tolerance)
     assert np.mean(pipe.decision_function(X) < -1e-3) <= 0.1 + 1e-9
     assert np.mean(pipe.predict(X) == -1) <= 0.15
-    gs = GridSearchCV(OneClassSVM(), {"nu": [0.1, 0.2]}, scoring=lambda e, X_, y_=None: float(e.score_samples(X_).mean()),
-                      cv=3).fit(X)
+    gs = GridSearchCV(
+        OneClassSVM(), {"nu": [0.1, 0.2]}, scoring=lambda e, X_, y_=None: float(e.score_samples(X_).mean()), cv=3
+    ).fit(X)
     assert gs.best_params_["nu"] in (0.1, 0.2)
 
 
 def test_check_estimator_oneclass():
     from sklearn.utils.estimator_checks import check_estimator
 
-    reason = ("sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and at tol=1e-3 "
-              "the fits agree to about the tolerance, not 1e-7; even at tol=1e-10 with a fixed gamma, training "
-              "points *on* the boundary (free support vectors, decision value 0 up to rounding) flip between "
-              "+1 and -1 in predict. test_weights_sparse_precomputed_pickle checks the decision values instead")
+    reason = (
+        "sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and at tol=1e-3 "
+        "the fits agree to about the tolerance, not 1e-7; even at tol=1e-10 with a fixed gamma, training "
+        "points *on* the boundary (free support vectors, decision value 0 up to rounding) flip between "
+        "+1 and -1 in predict. test_weights_sparse_precomputed_pickle checks the decision values instead"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_estimator(OneClassSVM(), expected_failed_checks={
-            "check_sample_weight_equivalence_on_dense_data": reason,
-            "check_sample_weight_equivalence_on_sparse_data": reason,
-        })
+        check_estimator(
+            OneClassSVM(),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": reason,
+                "check_sample_weight_equivalence_on_sparse_data": reason,
+            },
+        )

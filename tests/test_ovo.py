@@ -4,6 +4,7 @@ pair-by-pair SMO route, scikit-learn's SVC and an independent QP solver."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import qp_reference
 from sklearn.datasets import make_blobs
 from sklearn.svm import SVC as SkSVC
 
@@ -12,8 +13,6 @@ from maxmargin.kernels import make_kernel
 from maxmargin.kernels.blocks import block_data
 from maxmargin.solvers import ovo
 from maxmargin.svm import BaseSVMClassifier
-
-from conftest import qp_reference
 
 
 def blobs(n=300, k=5, d=6, sparse=False, seed=0):
@@ -25,8 +24,9 @@ def blobs(n=300, k=5, d=6, sparse=False, seed=0):
 
 
 def pair_by_pair(monkeypatch):
-    monkeypatch.setattr(BaseSVMClassifier, "_compiled_pairs",
-                        lambda self, X, kern, members, warm: np.zeros(len(members), bool))
+    monkeypatch.setattr(
+        BaseSVMClassifier, "_compiled_pairs", lambda self, X, kern, members, warm: np.zeros(len(members), bool)
+    )
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_each_pair_against_an_independent_qp():
     for p, (a, b) in enumerate(pairs):
         rows, alpha, G = res["rows"][p], res["alpha"][p], res["grad"][p]
         ys = np.where(y[rows] == a, 1.0, -1.0)
-        assert np.all(ys[:res["n_first"][p]] == 1) and np.all(ys[res["n_first"][p]:] == -1)
+        assert np.all(ys[: res["n_first"][p]] == 1) and np.all(ys[res["n_first"][p] :] == -1)
         K = kern(X[rows], X[rows])
         Q = ys[:, None] * ys[None, :] * K
         ref_alpha, ref_obj = qp_reference(Q, -np.ones(rows.size), ys, C[rows])

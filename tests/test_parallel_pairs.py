@@ -1,4 +1,5 @@
 """One-vs-one pairs solved on several threads, and the compiled parallel/serial twins."""
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
@@ -16,7 +17,9 @@ def four_classes():
 
 def _spy(monkeypatch):
     # the compiled all-pairs route (tests/test_ovo.py) off: these tests are about the threaded one
-    monkeypatch.setattr(BaseSVMClassifier, "_compiled_pairs", lambda self, X, kern, members, warm: np.zeros(len(members), bool))
+    monkeypatch.setattr(
+        BaseSVMClassifier, "_compiled_pairs", lambda self, X, kern, members, warm: np.zeros(len(members), bool)
+    )
     calls = []
     original = BaseSVMClassifier._fit_pairs_in_threads
 
@@ -48,10 +51,10 @@ def test_threads_give_the_sequential_model(monkeypatch, four_classes, make):
 def test_what_keeps_pairs_sequential(monkeypatch, four_classes):
     X, y = four_classes
     calls = _spy(monkeypatch)
-    SVC(callback=lambda info: None).fit(X, y)           # callbacks run in the caller's thread
-    SVC(solver="qp").fit(X[:120], y[:120])               # only SMO pairs are threaded
+    SVC(callback=lambda info: None).fit(X, y)  # callbacks run in the caller's thread
+    SVC(solver="qp").fit(X[:120], y[:120])  # only SMO pairs are threaded
     SVC(kernel="linear", solver="primal-qp").fit(X[:120], y[:120])
-    SVC(warm_start=True).fit(X, y)                       # the warm-start row pool is per thread
+    SVC(warm_start=True).fit(X, y)  # the warm-start row pool is per thread
     assert calls == []
     SVC().fit(X, y)
     assert len(calls) == 1

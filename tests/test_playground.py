@@ -1,4 +1,5 @@
 """The playground's server: fits, validation, staleness, serving on loopback."""
+
 import json
 import threading
 import time
@@ -38,7 +39,7 @@ def xor_points(n=120, seed=0, keys=True):
     return pts, X, lab[k], u
 
 
-SEQ = iter(range(1, 10 ** 9))
+SEQ = iter(range(1, 10**9))
 
 
 def fit(client, points, **body):
@@ -86,8 +87,8 @@ def test_binary_fit_matches_a_direct_fit(client):
     assert sorted(d["support"]) == sorted(np.flatnonzero(train)[ref.support_].tolist())
     assert n["train_error"] == pytest.approx(np.mean(ref.predict(X[train]) != y[train]))
     assert n["test_error"] == pytest.approx(np.mean(ref.predict(X[~train]) != y[~train]))
-    assert n["margin"][0] == pytest.approx(1 / ref.w_norm_[0], rel=1e-6)       # 1/||w||, as the CLI
-    assert n["min_yf_margin"][0] == pytest.approx(ref.margin_[0], rel=1e-5)   # min y f / ||w||
+    assert n["margin"][0] == pytest.approx(1 / ref.w_norm_[0], rel=1e-6)  # 1/||w||, as the CLI
+    assert n["min_yf_margin"][0] == pytest.approx(ref.margin_[0], rel=1e-5)  # min y f / ||w||
     assert n["loo_bound"] == pytest.approx(ref.loo_bound_)
     assert n["n_train"] == train.sum() and n["n_test"] == (~train).sum()
     for key in ("objective", "n_iter", "fit_time", "converged"):
@@ -101,9 +102,13 @@ def test_binary_fit_matches_a_direct_fit(client):
 
 def test_split_without_keys_and_other_kernels(client):
     pts, X, y, _ = xor_points(keys=False)
-    for params in ({"kernel": "linear", "C": 1.0}, {"kernel": "poly", "degree": 2, "gamma": 1.0, "coef0": 1.0},
-                   {"kernel": "sigmoid", "gamma": 0.1, "coef0": 0.0}, {"kernel": "rbf", "gamma": 2.0},
-                   {"kernel": "rbf", "sigma": "median"}):
+    for params in (
+        {"kernel": "linear", "C": 1.0},
+        {"kernel": "poly", "degree": 2, "gamma": 1.0, "coef0": 1.0},
+        {"kernel": "sigmoid", "gamma": 0.1, "coef0": 0.0},
+        {"kernel": "rbf", "gamma": 2.0},
+        {"kernel": "rbf", "sigma": "median"},
+    ):
         d = fit(client, pts, params=params, train_percent=50, seed=3).json()
         assert d["ok"], d
         assert sum(d["train"]) == 60
@@ -120,8 +125,7 @@ def test_sigma_from_the_data(client):
 def test_multiclass_fit(client):
     rng = np.random.default_rng(1)
     centres = {1: (-1.5, -1), -1: (1.5, -1), 2: (0, 1.5), 3: (2.5, 2.5)}
-    pts = [[c[0] + 0.4 * rng.normal(), c[1] + 0.4 * rng.normal(), lab] for lab, c in centres.items()
-           for _ in range(15)]
+    pts = [[c[0] + 0.4 * rng.normal(), c[1] + 0.4 * rng.normal(), lab] for lab, c in centres.items() for _ in range(15)]
     d = fit(client, pts, params={"kernel": "rbf", "sigma": 1.0}, train_percent=100).json()
     assert d["ok"] and d["grid"]["kind"] == "multiclass"
     assert d["classes"] == [-1, 1, 2, 3]
@@ -152,8 +156,9 @@ def test_nonconvergence_is_a_warning(client):
         # a hard margin with a narrow polynomial kernel cannot separate XOR: the solver runs
         # until the time limit; the server answers in words instead of hanging
         t = time.perf_counter()
-        d = fit(c, pts, params={"formulation": "hard", "kernel": "poly", "degree": 1, "gamma": 1.0},
-                train_percent=100).json()
+        d = fit(
+            c, pts, params={"formulation": "hard", "kernel": "poly", "degree": 1, "gamma": 1.0}, train_percent=100
+        ).json()
         assert time.perf_counter() - t < 5
         assert d["ok"] is False and "hard margin" in d["error"]
         d = fit(c, pts, params={"kernel": "rbf", "sigma": 0.05, "C": 1e6}, train_percent=100).json()
@@ -233,8 +238,9 @@ def test_transport_level_refusals(client):
     ok = json.dumps({"points": [[0, 0, 1], [1, 1, -1]]})
     r = client.post("/api/fit", content="{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
-    r = client.post("/api/fit", content=ok.replace("0, 0, 1", "NaN, 0, 1"),
-                    headers={"content-type": "application/json"})
+    r = client.post(
+        "/api/fit", content=ok.replace("0, 0, 1", "NaN, 0, 1"), headers={"content-type": "application/json"}
+    )
     assert r.status_code == 400 and "NaN" in r.json()["error"]
     r = client.post("/api/fit", content=ok, headers={"content-type": "text/plain"})
     assert r.status_code == 415 and "application/json" in r.json()["error"]
@@ -285,8 +291,15 @@ class SlowSVC:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 20:
             SlowSVC.calls += 1
-            info = {"iteration": SlowSVC.calls, "objective": 0.0, "violation": 1.0, "tol": 1e-3,
-                    "subproblem": 0, "n_subproblems": 1, "elapsed": time.perf_counter() - t0}
+            info = {
+                "iteration": SlowSVC.calls,
+                "objective": 0.0,
+                "violation": 1.0,
+                "tol": 1e-3,
+                "subproblem": 0,
+                "n_subproblems": 1,
+                "elapsed": time.perf_counter() - t0,
+            }
             if self.callback(info) is False:
                 return self
             time.sleep(0.005)
@@ -321,8 +334,8 @@ def test_a_running_fit_stops_when_superseded(monkeypatch):
     assert not th.is_alive() and time.perf_counter() - t < 1
     assert isinstance(out.get("error"), server.Stale)
     assert not fitter.lock.locked()
-    assert not fitter.register("c", 1)     # older than the newest: refused at once
-    with pytest.raises(server.Stale):      # and skipped if it reaches the pool anyway
+    assert not fitter.register("c", 1)  # older than the newest: refused at once
+    with pytest.raises(server.Stale):  # and skipped if it reaches the pool anyway
         fitter.run(req)
 
 
@@ -332,8 +345,15 @@ def test_a_real_fit_can_be_interrupted():
     X = rng.normal(size=(2000, 2))
     pts = [[float(a), float(b), 1 if a * b > 0 else -1] for a, b in X]
     fitter = server.Fitter(time_limit=30)
-    req = server.parse_fit_request({"points": pts, "seq": 1, "client": "c", "train_percent": 100,
-                                    "params": {"kernel": "rbf", "sigma": 0.02, "C": 1e5}})
+    req = server.parse_fit_request(
+        {
+            "points": pts,
+            "seq": 1,
+            "client": "c",
+            "train_percent": 100,
+            "params": {"kernel": "rbf", "sigma": 0.02, "C": 1e5},
+        }
+    )
     fitter.register("c", 1)
     out = {}
     th = threading.Thread(target=lambda: out.update(r=_outcome(fitter, req)))
@@ -379,8 +399,9 @@ def test_serve_prints_its_address_and_answers():
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
     code = "from maxmargin.playground import serve; serve(open_browser=False, warm_up=False)"
-    proc = subprocess.Popen([sys.executable, "-u", "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         line = proc.stdout.readline()
         assert "maxmargin playground: http://127.0.0.1:" in line, line
@@ -403,12 +424,15 @@ def test_serve_prints_its_address_and_answers():
 
 # --------------------------------------------------------------------------- issue 14
 
+
 def test_a_400_digit_integer_is_refused_in_words(client):
     """Issue 14.11: a coordinate, key or seq too large for a float is a 400 that names it."""
-    huge = 10 ** 400
-    for body, field in (({"points": [[huge, 0, 1], [1, 1, -1]]}, "points[0][0]"),
-                        ({"points": [[0, 0, 1, huge], [1, 1, -1, 0.5]]}, "points[0][3]"),
-                        ({"points": [[0, 0, 1], [1, 1, -1]], "seed": -huge}, "seed")):
+    huge = 10**400
+    for body, field in (
+        ({"points": [[huge, 0, 1], [1, 1, -1]]}, "points[0][0]"),
+        ({"points": [[0, 0, 1, huge], [1, 1, -1, 0.5]]}, "points[0][3]"),
+        ({"points": [[0, 0, 1], [1, 1, -1]], "seed": -huge}, "seed"),
+    ):
         r = client.post("/api/fit", json={"seq": next(SEQ), **body})
         assert r.status_code == 400, r.text
         d = r.json()
@@ -418,6 +442,7 @@ def test_a_400_digit_integer_is_refused_in_words(client):
 def test_unexpected_failures_are_json_in_words(monkeypatch, caplog):
     """Issue 14.11: a bug in the server answers a JSON 500 saying what failed, not a traceback page;
     unknown paths and methods answer JSON too."""
+
     def broken(body, limits=None):
         raise RuntimeError("the parser broke")
 
@@ -462,10 +487,21 @@ def _call_asgi(app, body, disconnect_after=None, timeout=10.0):
         async def send(message):
             sent.append(message)
 
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-                 "scheme": "http", "path": "/api/fit", "raw_path": b"/api/fit", "query_string": b"",
-                 "root_path": "", "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
-                 "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80), "state": {}}
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/api/fit",
+            "raw_path": b"/api/fit",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+            "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 80),
+            "state": {},
+        }
         await asyncio.wait_for(app(scope, receive, send), timeout)
 
     asyncio.run(go())
@@ -494,7 +530,7 @@ def test_a_fit_whose_client_disconnected_is_stopped(monkeypatch):
     assert sent and sent[0]["status"] == 400 and b"disconnected" in sent[-1]["body"]
     calls = SlowSVC.calls
     time.sleep(0.2)
-    assert SlowSVC.calls == calls                      # the fit is over, not running on unseen
+    assert SlowSVC.calls == calls  # the fit is over, not running on unseen
     assert not app.state.fitter.lock.locked()
 
 
@@ -516,7 +552,7 @@ def test_the_whole_request_is_bounded():
     if d["ok"]:
         assert d["elapsed"] < 1.5 + 0.5
         assert len(d["grid"]["values"]) == d["grid"]["nx"] * d["grid"]["ny"]
-        if d["grid"]["nx"] < 300:     # (a fast machine may draw it all in time)
+        if d["grid"]["nx"] < 300:  # (a fast machine may draw it all in time)
             assert any("coarser" in w and "support vectors" in w for w in d["warnings"]), d["warnings"]
     else:
         assert "per request" in d["error"], d["error"]
@@ -528,7 +564,7 @@ def test_unavailable_solvers_are_named_and_refused(client, monkeypatch):
     import sys
     import types
 
-    monkeypatch.setitem(sys.modules, "qpsolvers", None)         # as if not installed
+    monkeypatch.setitem(sys.modules, "qpsolvers", None)  # as if not installed
     o = client.get("/api/options").json()
     assert set(o["unavailable"]) == {"qp", "primal-qp"}
     assert all("qpsolvers" in why for why in o["unavailable"].values())
@@ -545,7 +581,7 @@ def test_the_grid_is_made_coarser_or_refused_by_its_estimated_cost(monkeypatch):
     refused in words when even the coarsest one would not fit."""
     real = server._ovo_values
 
-    def slow(model, Z):                     # 20 µs per point: 300 x 300 would take 1.8 s
+    def slow(model, Z):  # 20 µs per point: 300 x 300 would take 1.8 s
         time.sleep(2e-5 * len(Z))
         return real(model, Z)
 

@@ -1,4 +1,5 @@
 """maxmargin.plot: the drawn artists carry the model's data."""
+
 import numpy as np
 import pytest
 
@@ -6,9 +7,7 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from maxmargin import SVC  # noqa: E402
-from maxmargin import formulations  # noqa: E402
-from maxmargin import plot  # noqa: E402
+from maxmargin import SVC, formulations, plot  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -155,11 +154,10 @@ def test_higher_dimensional_data_through_a_plane():
 def test_compare_side_by_side(tmp_path):
     X, y = xor(60)
     linear_only = getattr(formulations, "LINEAR_ONLY", ())
-    pairs = sorted(p for p in formulations.VALID
-                   if p[0] not in ("hard", "zero-one") and p[1] not in linear_only)[:3]
+    pairs = sorted(p for p in formulations.VALID if p[0] not in ("hard", "zero-one") and p[1] not in linear_only)[:3]
     specs = [(f, s, {"kernel": "rbf", "C": 10.0}) for f, s in pairs]
-    specs.append(SVC(kernel="linear").fit(X, y))       # fitted: drawn as it is
-    specs.append(("l1", "no-such-solver"))              # error shown in its panel
+    specs.append(SVC(kernel="linear").fit(X, y))  # fitted: drawn as it is
+    specs.append(("l1", "no-such-solver"))  # error shown in its panel
     fig, results = plot.compare(specs, X, y, ncols=3)
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == len(specs)
@@ -184,7 +182,7 @@ def test_plot_model_file_writes_an_image(tmp_path):
     model_path = tmp_path / "m.mmz"
     save_model(model, model_path)
     data_path = tmp_path / "d.csv"
-    data_path.write_text("y,x1,x2\n" + "".join(f"{l},{a},{b}\n" for (a, b), l in zip(X, y)))
+    data_path.write_text("y,x1,x2\n" + "".join(f"{lab},{a},{b}\n" for (a, b), lab in zip(X, y)))
     for name in ("fig.png", "fig.svg"):
         out = plot.plot_model_file(model_path, data_path, tmp_path / name, resolution=60)
         assert (tmp_path / name).stat().st_size > 1000
@@ -199,8 +197,9 @@ def test_refuses_precomputed_and_uses_existing_axes():
     with pytest.raises(ValueError, match="precomputed"):
         plot.decision_boundary(model, X, y)
     fig, ax = plt.subplots()
-    res = plot.decision_boundary(SVC(kernel="linear").fit(X, y), X, y, ax=ax, title=False,
-                                 show_support=False, show_margins=False)
+    res = plot.decision_boundary(
+        SVC(kernel="linear").fit(X, y), X, y, ax=ax, title=False, show_support=False, show_margins=False
+    )
     assert res.ax is ax and res.support is None and res.margins is None and ax.get_title() == ""
 
 
@@ -226,7 +225,7 @@ def test_l2_simplex_margin_lines_pass_through_its_support_vectors():
     assert pairs
     X, y = blobs(60, seed=6, gap=1.2)
     solvers = [s for _, s in pairs]
-    solver = "qp" if "qp" in solvers else sorted(solvers)[0]   # an exact solver if there is one
+    solver = "qp" if "qp" in solvers else sorted(solvers)[0]  # an exact solver if there is one
     model = SVC(formulation="l2-simplex", solver=solver, kernel="linear", C=1.0).fit(X, y)
     rho = plot.margin_level(model)
     assert 0 < rho < 1
@@ -257,8 +256,10 @@ def test_models_trained_on_sparse_libsvm_data_draw(tmp_path):
     runner = CliRunner()
     r = runner.invoke(cli, ["train", str(heart_scale_path()), "-q", "-o", str(tmp_path / "h.mm")])
     assert r.exit_code == 0, r.output
-    r = runner.invoke(cli, ["plot", str(tmp_path / "h.mm"), str(heart_scale_path()), "-o", str(tmp_path / "h.png"),
-                            "-O", "resolution=40"])
+    r = runner.invoke(
+        cli,
+        ["plot", str(tmp_path / "h.mm"), str(heart_scale_path()), "-o", str(tmp_path / "h.png"), "-O", "resolution=40"],
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -1,5 +1,6 @@
 """Primal solvers for the linear kernel: the primal QPs (seed 002 eqs. 7, 8, 2-norm; seed 000 eq. 1),
 the hinge-loss subgradient method (eq. 9) and the 0/1 random search (eq. 11)."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -108,9 +109,11 @@ def test_primal_objective_formulas():
     w, b = np.array([0.5, -0.2, 0.1, 0.0]), 0.3
     m = y * (X @ w + b)
     assert PrimalProblem(X, y, 2.0, "l1").objective(w, b) == pytest.approx(
-        0.5 * w @ w + 2.0 * np.maximum(0, 1 - m).sum())
+        0.5 * w @ w + 2.0 * np.maximum(0, 1 - m).sum()
+    )
     assert PrimalProblem(X, y, 2.0, "l2").objective(w, b) == pytest.approx(
-        0.5 * w @ w + 1.0 * (np.maximum(0, 1 - m) ** 2).sum())
+        0.5 * w @ w + 1.0 * (np.maximum(0, 1 - m) ** 2).sum()
+    )
     assert PrimalProblem(X, y, 2.0, "zero-one").objective(w, b) == pytest.approx(0.5 * w @ w + 2.0 * (m < 0).sum())
 
 

@@ -1,5 +1,6 @@
 """Probabilities: Platt scaling (Lin, Lin & Weng 2007), pairwise coupling (Wu, Lin & Weng 2004),
 SVC/NuSVC(probability=True) against scikit-learn, and when predict and predict_proba agree."""
+
 import pickle
 import warnings
 
@@ -13,8 +14,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC as SkSVC
 
 from maxmargin import SVC, NuSVC
-from maxmargin.probability import (_coupling_iterative, pairwise_coupling, probabilities_from_ovo, sigmoid_predict,
-                                   sigmoid_train)
+from maxmargin.probability import (
+    _coupling_iterative,
+    pairwise_coupling,
+    probabilities_from_ovo,
+    sigmoid_predict,
+    sigmoid_train,
+)
 
 
 def _platt_objective(ab, dec, t):
@@ -57,8 +63,14 @@ def test_pairwise_coupling_solves_method_two():
         def f(p, r=r):
             return sum((r[b, a] * p[a] - r[a, b] * p[b]) ** 2 for a in range(k) for b in range(k) if a != b)
 
-        res = minimize(f, np.full(k, 1 / k), constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1}],
-                       bounds=[(0, 1)] * k, method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+        res = minimize(
+            f,
+            np.full(k, 1 / k),
+            constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1}],
+            bounds=[(0, 1)] * k,
+            method="SLSQP",
+            options={"ftol": 1e-14, "maxiter": 500},
+        )
         assert np.allclose(P[i], res.x, atol=1e-5)
     # LIBSVM's fixed-point iteration reaches the same point
     assert np.allclose(_coupling_iterative(R, max_iter=2000, eps=1e-12), P, atol=1e-8)
@@ -76,8 +88,9 @@ def test_two_classes_is_the_sigmoid():
 
 
 def _calibration_data(n_classes, seed):
-    X, y = make_classification(900, 10, n_informative=6, n_classes=n_classes, n_clusters_per_class=1,
-                               flip_y=0.05, random_state=seed)
+    X, y = make_classification(
+        900, 10, n_informative=6, n_classes=n_classes, n_clusters_per_class=1, flip_y=0.05, random_state=seed
+    )
     X = StandardScaler().fit_transform(X)
     return X[:540], y[:540], X[540:], y[540:]
 
@@ -140,8 +153,9 @@ def test_when_predict_and_argmax_proba_disagree():
     between = (np.minimum(0, B / A) < f) & (f < np.maximum(0, B / A))
     assert np.array_equal(disagree, between) and disagree.sum() > 20
     # predict_from_proba=True makes them agree, binary and multi-class
-    agree = SVC(C=0.5, probability=True, random_state=0, class_weight="balanced",
-                predict_from_proba=True).fit(X[:400], y[:400])
+    agree = SVC(C=0.5, probability=True, random_state=0, class_weight="balanced", predict_from_proba=True).fit(
+        X[:400], y[:400]
+    )
     assert np.array_equal(agree.predict(Xt), proba_label)
     Xtr, ytr, Xcal, _ = _calibration_data(4, 3)
     m = SVC(probability=True, random_state=0, predict_from_proba=True).fit(Xtr, ytr)
@@ -151,8 +165,9 @@ def test_when_predict_and_argmax_proba_disagree():
 def test_grid_search_on_log_loss_and_callback_stop():
     X, y = load_iris(return_X_y=True)
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
-    gs = GridSearchCV(SVC(probability=True, random_state=0), {"C": [0.1, 10.0]}, scoring="neg_log_loss",
-                      cv=cv).fit(X, y)
+    gs = GridSearchCV(SVC(probability=True, random_state=0), {"C": [0.1, 10.0]}, scoring="neg_log_loss", cv=cv).fit(
+        X, y
+    )
     assert gs.best_params_["C"] == 10.0
     # a fit stopped by the callback still gives probabilities (sigmoids on the training decision values)
     with warnings.catch_warnings():
@@ -164,20 +179,30 @@ def test_grid_search_on_log_loss_and_callback_stop():
 def test_check_estimator_probability():
     from sklearn.utils.estimator_checks import check_estimator
 
-    reason = ("sample weights vs repeated rows: the probability folds are a random permutation of the rows, "
-              "so repeating rows changes the folds and the sigmoids (and gamma='scale' changes too); "
-              "scikit-learn's SVC(probability=True) fails it alike")
-    calibrated = ("the check expects predictions to follow class_weight; with predict_from_proba=True they follow "
-                  "the probabilities, which Platt scaling calibrates on the true class frequencies, undoing most of "
-                  "the weights' shift (by design)")
+    reason = (
+        "sample weights vs repeated rows: the probability folds are a random permutation of the rows, "
+        "so repeating rows changes the folds and the sigmoids (and gamma='scale' changes too); "
+        "scikit-learn's SVC(probability=True) fails it alike"
+    )
+    calibrated = (
+        "the check expects predictions to follow class_weight; with predict_from_proba=True they follow "
+        "the probabilities, which Platt scaling calibrates on the true class frequencies, undoing most of "
+        "the weights' shift (by design)"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_estimator(SVC(probability=True, random_state=0), expected_failed_checks={
-            "check_sample_weight_equivalence_on_dense_data": reason,
-            "check_sample_weight_equivalence_on_sparse_data": reason,
-        })
-        check_estimator(SVC(probability=True, random_state=0, predict_from_proba=True), expected_failed_checks={
-            "check_sample_weight_equivalence_on_dense_data": reason,
-            "check_sample_weight_equivalence_on_sparse_data": reason,
-            "check_class_weight_classifiers": calibrated,
-        })
+        check_estimator(
+            SVC(probability=True, random_state=0),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": reason,
+                "check_sample_weight_equivalence_on_sparse_data": reason,
+            },
+        )
+        check_estimator(
+            SVC(probability=True, random_state=0, predict_from_proba=True),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": reason,
+                "check_sample_weight_equivalence_on_sparse_data": reason,
+                "check_class_weight_classifiers": calibrated,
+            },
+        )

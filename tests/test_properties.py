@@ -16,6 +16,7 @@ millions of steps; to keep the module fast, our fits run under ``time_limit`` an
 under ``max_iter``, and a fit that stopped there is compared with nothing (its decision values
 must still be finite).
 """
+
 import warnings
 
 import numpy as np
@@ -27,8 +28,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 import maxmargin
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 SCALES = (1e-100, 1e-3, 1.0, 1e3, 1e100)
 TOL = 1e-6
 TIME_LIMIT = 1.0  # seconds per fit (ours)
@@ -150,8 +156,12 @@ def _check_values(ours_values, ref_values):
 
 
 @SETTINGS
-@given(data=datasets(classification=False), C=st.sampled_from([0.1, 1.0, 100.0]),
-       epsilon=st.sampled_from([0.0, 0.1, 1.0]), kernel=st.sampled_from(["linear", "rbf"]))
+@given(
+    data=datasets(classification=False),
+    C=st.sampled_from([0.1, 1.0, 100.0]),
+    epsilon=st.sampled_from([0.0, 0.1, 1.0]),
+    kernel=st.sampled_from(["linear", "rbf"]),
+)
 def test_svr_fits_or_says_why_and_agrees_with_sklearn(data, C, epsilon, kernel):
     X, y, w = data
     params = {"C": C, "epsilon": epsilon, "kernel": kernel, "tol": TOL}
@@ -164,8 +174,12 @@ def test_svr_fits_or_says_why_and_agrees_with_sklearn(data, C, epsilon, kernel):
 
 
 @SETTINGS
-@given(data=datasets(classification=False), nu=st.sampled_from([0.1, 0.5, 1.0]), C=st.sampled_from([0.1, 10.0]),
-       kernel=st.sampled_from(["linear", "rbf"]))
+@given(
+    data=datasets(classification=False),
+    nu=st.sampled_from([0.1, 0.5, 1.0]),
+    C=st.sampled_from([0.1, 10.0]),
+    kernel=st.sampled_from(["linear", "rbf"]),
+)
 def test_nusvr_fits_or_says_why_and_agrees_with_sklearn(data, nu, C, kernel):
     X, y, w = data
     params = {"nu": nu, "C": C, "kernel": kernel, "tol": TOL}

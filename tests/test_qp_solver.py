@@ -1,5 +1,6 @@
 """The QP solver (qpsolvers + Clarabel) against cvxopt called directly, its offset, cleaning,
 size limit and failure modes."""
+
 import numpy as np
 import pytest
 
@@ -19,8 +20,14 @@ def cvxopt_dual(Q, p, y, upper):
     G = np.vstack([-np.eye(n), np.eye(n)[fin]])
     h = np.r_[np.zeros(n), upper[fin]]
     cvxopt.solvers.options.update(show_progress=False, abstol=1e-12, reltol=1e-12, feastol=1e-12)
-    sol = cvxopt.solvers.qp(cvxopt.matrix(Q), cvxopt.matrix(p), cvxopt.matrix(G), cvxopt.matrix(h),
-                            cvxopt.matrix(y.reshape(1, -1)), cvxopt.matrix(0.0))
+    sol = cvxopt.solvers.qp(
+        cvxopt.matrix(Q),
+        cvxopt.matrix(p),
+        cvxopt.matrix(G),
+        cvxopt.matrix(h),
+        cvxopt.matrix(y.reshape(1, -1)),
+        cvxopt.matrix(0.0),
+    )
     a = np.array(sol["x"]).ravel()
     return a, float(0.5 * a @ Q @ a + p @ a)
 
@@ -100,8 +107,14 @@ def test_simplex_problem_matches_cvxopt():
     H = prob.q_matrix()
     n = H.shape[0]
     cvxopt.solvers.options.update(show_progress=False, abstol=1e-12, reltol=1e-12, feastol=1e-12)
-    ref = cvxopt.solvers.qp(cvxopt.matrix(H), cvxopt.matrix(np.zeros(n)), cvxopt.matrix(-np.eye(n)),
-                            cvxopt.matrix(np.zeros(n)), cvxopt.matrix(np.ones((1, n))), cvxopt.matrix(1.0))
+    ref = cvxopt.solvers.qp(
+        cvxopt.matrix(H),
+        cvxopt.matrix(np.zeros(n)),
+        cvxopt.matrix(-np.eye(n)),
+        cvxopt.matrix(np.zeros(n)),
+        cvxopt.matrix(np.ones((1, n))),
+        cvxopt.matrix(1.0),
+    )
     mu = np.array(ref["x"]).ravel()
     sol = qp.solve(prob)
     assert sol.objective == pytest.approx(0.5 * mu @ H @ mu, rel=1e-7)
@@ -176,8 +189,17 @@ def test_nu_constraints_hold_per_class_sums():
     X, y = data(n=40, seed=7)
     n = y.size
     alpha0 = np.where(y > 0, 0.3 / (y > 0).sum(), 0.3 / (y < 0).sum())
-    prob = DualProblem(X=X, kernel=make_kernel("linear"), y=y, p=np.zeros(n), upper=np.full(n, 1.0 / n),
-                       index=np.arange(n), shift=np.zeros(n), alpha0=alpha0, nu_constraints=True)
+    prob = DualProblem(
+        X=X,
+        kernel=make_kernel("linear"),
+        y=y,
+        p=np.zeros(n),
+        upper=np.full(n, 1.0 / n),
+        index=np.arange(n),
+        shift=np.zeros(n),
+        alpha0=alpha0,
+        nu_constraints=True,
+    )
     sol = qp.solve(prob)
     assert sol.alpha[y > 0].sum() == pytest.approx(0.3, abs=1e-8)
     assert sol.alpha[y < 0].sum() == pytest.approx(0.3, abs=1e-8)

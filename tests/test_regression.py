@@ -1,18 +1,19 @@
 """maxmargin.SVR (and the shared regression machinery) against independent references:
 the QP reference on the 2n-variable dual, scikit-learn's SVR, and cross-checks between paths."""
+
 import pickle
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import kkt_violation, qp_reference
 from sklearn.datasets import load_diabetes, make_regression
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR as SkSVR
 
-from conftest import kkt_violation, qp_reference
 from maxmargin import SVR, NuSVR
 from maxmargin.kernels import make_kernel
 from maxmargin.problem import svr_problem
@@ -201,13 +202,18 @@ def test_pipeline_grid_search_cross_val():
 def test_check_estimator_svr():
     from sklearn.utils.estimator_checks import check_estimator
 
-    reason = ("sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and the default "
-              "tol=1e-3 gives agreement to about the tolerance, not 1e-7 (scikit-learn's SVR fails it alike); "
-              "test_integer_weights_equal_repeated_rows checks the equivalence with a fixed gamma at tol=1e-9")
+    reason = (
+        "sample weights vs repeated rows: gamma='scale' depends on the repeated rows, and the default "
+        "tol=1e-3 gives agreement to about the tolerance, not 1e-7 (scikit-learn's SVR fails it alike); "
+        "test_integer_weights_equal_repeated_rows checks the equivalence with a fixed gamma at tol=1e-9"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_estimator(SVR(), expected_failed_checks={
-            "check_sample_weight_equivalence_on_dense_data": reason,
-            "check_sample_weight_equivalence_on_sparse_data": reason,
-        })
+        check_estimator(
+            SVR(),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": reason,
+                "check_sample_weight_equivalence_on_sparse_data": reason,
+            },
+        )
         check_estimator(SVR(gamma=1.0, tol=1e-10))  # weights = repeated rows, to 1e-7

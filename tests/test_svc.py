@@ -1,14 +1,15 @@
 """maxmargin.SVC and the SMO solver against independent references."""
+
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import kkt_violation, qp_reference
 from sklearn.datasets import load_iris, make_blobs, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC as SkSVC
 
-from conftest import kkt_violation, qp_reference
 from maxmargin import SVC
 from maxmargin.kernels import make_kernel
 from maxmargin.problem import csvc_problem
@@ -312,12 +313,15 @@ def test_check_estimator():
 
 
 # --------------------------------------------------------------------- issue 14
-@pytest.mark.parametrize("make", [
-    lambda: SVC(kernel="linear"),
-    lambda: __import__("maxmargin").SVR(kernel="linear"),
-    lambda: __import__("maxmargin").OneClassSVM(kernel="linear"),
-    lambda: SVC(kernel=lambda A, B: np.full((A.shape[0], B.shape[0]), np.nan)),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SVC(kernel="linear"),
+        lambda: __import__("maxmargin").SVR(kernel="linear"),
+        lambda: __import__("maxmargin").OneClassSVM(kernel="linear"),
+        lambda: SVC(kernel=lambda A, B: np.full((A.shape[0], B.shape[0]), np.nan)),
+    ],
+)
 def test_non_finite_kernel_values_raise_a_named_error(make):
     """Issue 14.1: data near 1e308 (or a kernel returning NaN) must not fit a constant model."""
     X = np.array([[1e308, 1e308], [9e307, 1e308], [-1e308, -1e308], [-9e307, -1e308]])
@@ -337,15 +341,25 @@ def test_non_finite_dual_coefficients_raise():
 
 
 _TIES = [
-    (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1])),                 # constant data
+    (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1])),  # constant data
     (np.array([[0.0], [0.0], [1.0], [1.0]]), np.array([0, 1, 0, 1])),  # conflicting duplicates
-    (np.zeros((6, 1)), np.array([0, 0, 1, 1, 2, 2])),                # three classes, every pair tied
+    (np.zeros((6, 1)), np.array([0, 0, 1, 1, 2, 2])),  # three classes, every pair tied
 ]
 
 
-@pytest.mark.parametrize("X, y, kw", [(X, y, kw) for X, y in _TIES for kw in (
-    {"kernel": "linear"}, {"kernel": "linear", "break_ties": True},
-    {"kernel": "linear", "decision_function_shape": "ovo"})] + [(*_TIES[0], {"kernel": "rbf"})])
+@pytest.mark.parametrize(
+    "X, y, kw",
+    [
+        (X, y, kw)
+        for X, y in _TIES
+        for kw in (
+            {"kernel": "linear"},
+            {"kernel": "linear", "break_ties": True},
+            {"kernel": "linear", "decision_function_shape": "ovo"},
+        )
+    ]
+    + [(*_TIES[0], {"kernel": "rbf"})],
+)
 def test_zero_decision_value_ties_follow_scikit_learn(X, y, kw):
     """Issue 14.5: where the decision value is exactly 0, predict what scikit-learn predicts."""
     ours, ref = SVC(**kw).fit(X, y), SkSVC(**kw).fit(X, y)

@@ -1,5 +1,6 @@
 """Solver control for every estimator: warm starts (multipliers and kept kernel rows), the
 feasible-start repair, callbacks and time limits."""
+
 import pickle
 import time
 import warnings
@@ -56,8 +57,9 @@ def test_svc_warm_start_multiclass_weights_and_fallbacks():
         assert np.allclose(warm.decision_function(X), cold.decision_function(X), atol=1e-4)
     # new per-sample weights: the old multipliers are clipped into the new box
     w = np.tile([1.0, 0.2, 3.0], 50)
-    assert np.allclose(est.fit(X, y, sample_weight=w).objective_,
-                       SVC(C=0.3, tol=1e-6).fit(X, y, sample_weight=w).objective_, rtol=1e-6)
+    assert np.allclose(
+        est.fit(X, y, sample_weight=w).objective_, SVC(C=0.3, tol=1e-6).fit(X, y, sample_weight=w).objective_, rtol=1e-6
+    )
     # other rows or classes: a cold start, no error
     assert est.fit(X[:120], y[:120]).classes_.shape == (3,)
     assert est.fit(X[:100], y[:100]).classes_.shape == (2,)
@@ -115,8 +117,17 @@ def test_initial_alpha_repairs_feasibility():
     prob.upper = np.full(40, np.inf)  # unbounded side (l2 / hard margin)
     a = smo.initial_alpha(prob)
     assert np.all(a >= 0) and abs(y @ a) < 1e-9
-    one = DualProblem(X=X, kernel=kern, y=np.ones(40), p=np.zeros(40), upper=np.ones(40),
-                      index=np.arange(40), shift=np.zeros(40), delta=10.0, alpha0=np.full(40, 0.9))
+    one = DualProblem(
+        X=X,
+        kernel=kern,
+        y=np.ones(40),
+        p=np.zeros(40),
+        upper=np.ones(40),
+        index=np.arange(40),
+        shift=np.zeros(40),
+        delta=10.0,
+        alpha0=np.full(40, 0.9),
+    )
     a = smo.initial_alpha(one)
     assert a.sum() == pytest.approx(10.0) and np.all(a <= 1)
     nu = nu_svc_problem(X, kern, y, 0.5)
@@ -138,14 +149,17 @@ def _slow_data(n):
     return X, z
 
 
-@pytest.mark.parametrize("make", [
-    lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0, solver="smo"), "z"),
-    lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0, solver="batched"), "z"),
-    lambda: (NuSVR(C=1000.0, nu=0.5, gamma=2.0), "z"),
-    lambda: (OneClassSVM(nu=0.01, gamma=5.0, solver="smo"), None),
-    lambda: (NuSVC(nu=0.05, gamma=2.0), "sign"),
-    lambda: (SVC(C=1000.0, gamma=2.0, probability=True, solver="smo"), "sign"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0, solver="smo"), "z"),
+        lambda: (SVR(C=1000.0, epsilon=0.01, gamma=2.0, solver="batched"), "z"),
+        lambda: (NuSVR(C=1000.0, nu=0.5, gamma=2.0), "z"),
+        lambda: (OneClassSVM(nu=0.01, gamma=5.0, solver="smo"), None),
+        lambda: (NuSVC(nu=0.05, gamma=2.0), "sign"),
+        lambda: (SVC(C=1000.0, gamma=2.0, probability=True, solver="smo"), "sign"),
+    ],
+)
 def test_callback_stop_gives_a_usable_model(make):
     est, target = make()
     X, z = _slow_data(2000)
@@ -175,11 +189,14 @@ def test_callback_stop_gives_a_usable_model(make):
     assert est.fit_status_ == 0 and calls == sorted(calls)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0, solver="smo"), "z"),
-    lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0, solver="batched"), "z"),
-    lambda: (NuSVR(C=1e4, nu=0.5, gamma=2.0), "z"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0, solver="smo"), "z"),
+        lambda: (SVR(C=1e4, epsilon=0.01, gamma=2.0, solver="batched"), "z"),
+        lambda: (NuSVR(C=1e4, nu=0.5, gamma=2.0), "z"),
+    ],
+)
 def test_time_limit_is_honoured(make):
     est, _ = make()
     X, z = _slow_data(3000)  # about 3 s (SVR) and 9 s (NuSVR) without a limit on this machine

@@ -7,6 +7,7 @@ whichever was compiled first would be loaded for both (measured: the "parallel"
 kernel rows ran on one thread).  :func:`parallel_and_serial` compiles two copies
 of the function under distinct names, so each keeps its own entry.
 """
+
 from __future__ import annotations
 
 import types

@@ -12,6 +12,7 @@ Errors are one or two lines on stderr; ``--debug`` shows the traceback.
 Heavy modules (NumPy, scikit-learn, the solvers) are imported inside the
 commands, so ``maxmargin --help`` is quick.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,18 @@ TYPES = {
     "nu-svr": ("NuSVR", 4),
 }
 _TYPE_ALIASES = {str(num): name for name, (_, num) in TYPES.items()}
-_TYPE_ALIASES.update({"svc": "c-svc", "svr": "epsilon-svr", "oneclass": "one-class", "one_class": "one-class",
-                      "c_svc": "c-svc", "nu_svc": "nu-svc", "epsilon_svr": "epsilon-svr", "nu_svr": "nu-svr"})
+_TYPE_ALIASES.update(
+    {
+        "svc": "c-svc",
+        "svr": "epsilon-svr",
+        "oneclass": "one-class",
+        "one_class": "one-class",
+        "c_svc": "c-svc",
+        "nu_svc": "nu-svc",
+        "epsilon_svr": "epsilon-svr",
+        "nu_svr": "nu-svr",
+    }
+)
 KERNELS = ("linear", "poly", "rbf", "sigmoid")
 _KERNEL_ALIASES = {"0": "linear", "1": "poly", "2": "rbf", "3": "sigmoid", "polynomial": "poly", "gaussian": "rbf"}
 
@@ -84,8 +95,10 @@ def _describe(exc):
         return reason, "use --formulation l1 (soft margin) or l2, or a more flexible kernel (-k rbf)"
     if name == "QPTooLargeError":
         reason = str(exc).split(". Use ", 1)[0]
-        return reason, ("use --solver smo or --solver batched, which never form the whole matrix "
-                        "(--solver frank-wolfe for --formulation l2-simplex)")
+        return reason, (
+            "use --solver smo or --solver batched, which never form the whole matrix "
+            "(--solver frank-wolfe for --formulation l2-simplex)"
+        )
     if isinstance(exc, MemoryError):
         return "out of memory", "use a smaller data set, a smaller --cache-size or a linear kernel"
     if isinstance(exc, (ValueError, NotImplementedError, TypeError)):
@@ -158,26 +171,58 @@ def _flag_callback(key, counting=False):
 
 def common_options(f):
     """--quiet, --verbose and --debug, accepted before or after the subcommand."""
-    f = click.option("--debug", is_flag=True, expose_value=False, is_eager=True,
-                     callback=_flag_callback(_DEBUG), help="Show the full traceback when something fails.")(f)
-    f = click.option("--verbose", count=True, expose_value=False, callback=_flag_callback(_VERBOSE, True),
-                     help="More detail: solver progress as log lines (twice: the solver's own output).")(f)
-    f = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_flag_callback(_QUIET),
-                     help="Print only results, no progress or summaries.")(f)
+    f = click.option(
+        "--debug",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_flag_callback(_DEBUG),
+        help="Show the full traceback when something fails.",
+    )(f)
+    f = click.option(
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_flag_callback(_VERBOSE, True),
+        help="More detail: solver progress as log lines (twice: the solver's own output).",
+    )(f)
+    f = click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_flag_callback(_QUIET),
+        help="Print only results, no progress or summaries.",
+    )(f)
     return f
 
 
 def data_options(f):
     """How to read data files."""
-    f = click.option("--label-column", default=None, metavar="COL",
-                     help="CSV: column of the label: number counting from 1, 'last', or a header name "
-                          "(default: the first).")(f)
-    f = click.option("--header/--no-header", default=None,
-                     help="CSV: whether the first line is a header (default: guessed).")(f)
-    f = click.option("--delimiter", default="auto", metavar="CHAR",
-                     help="CSV: field delimiter, e.g. ',' ';' tab whitespace (default: guessed).")(f)
-    f = click.option("-f", "--format", "data_format", type=click.Choice(["auto", "csv", "libsvm", "svmlight"]),
-                     default="auto", show_default=True, help="Data file format (auto: decided from the content).")(f)
+    f = click.option(
+        "--label-column",
+        default=None,
+        metavar="COL",
+        help="CSV: column of the label: number counting from 1, 'last', or a header name (default: the first).",
+    )(f)
+    f = click.option(
+        "--header/--no-header", default=None, help="CSV: whether the first line is a header (default: guessed)."
+    )(f)
+    f = click.option(
+        "--delimiter",
+        default="auto",
+        metavar="CHAR",
+        help="CSV: field delimiter, e.g. ',' ';' tab whitespace (default: guessed).",
+    )(f)
+    f = click.option(
+        "-f",
+        "--format",
+        "data_format",
+        type=click.Choice(["auto", "csv", "libsvm", "svmlight"]),
+        default="auto",
+        show_default=True,
+        help="Data file format (auto: decided from the content).",
+    )(f)
     return f
 
 
@@ -550,8 +595,11 @@ def _summary_numbers(est):
     return {
         "margin": one(margin),
         # NaN (not stored, e.g. LIBSVM model files) stays NaN; ||w|| = 0 gives an infinite half-width
-        "half_width": None if w_norm is None else one(np.where(
-            np.isnan(w_norm), np.nan, np.where(w_norm > 0, 1.0 / np.where(w_norm > 0, w_norm, 1), np.inf))),
+        "half_width": None
+        if w_norm is None
+        else one(
+            np.where(np.isnan(w_norm), np.nan, np.where(w_norm > 0, 1.0 / np.where(w_norm > 0, w_norm, 1), np.inf))
+        ),
         "loo_bound": getattr(est, "loo_bound_", None),
         "objective": one(objective),
         "n_iter": None if n_iter is None else int(np.sum(n_iter)),
@@ -606,9 +654,12 @@ def _training_report(ctx, model, fit_seconds, ds):
     nums = _summary_numbers(est)
     kind = _kind(est)
     status = getattr(est, "fit_status_", 0)
-    _echo(ctx, f"Trained {type(est).__name__} (kernel {_kernel_text(est)}, C {_fmt(getattr(est, 'C', None))}) on "
-               f"{ds.n_samples:,} samples with {ds.n_features:,} features in {fit_seconds:.2f} s"
-               + ("" if status == 0 else "  [stopped before convergence]"))
+    _echo(
+        ctx,
+        f"Trained {type(est).__name__} (kernel {_kernel_text(est)}, C {_fmt(getattr(est, 'C', None))}) on "
+        f"{ds.n_samples:,} samples with {ds.n_features:,} features in {fit_seconds:.2f} s"
+        + ("" if status == 0 else "  [stopped before convergence]"),
+    )
     _echo(ctx, f"  support vectors   {_sv_text(est)}")
     if nums["margin"] is not None:
         _echo(ctx, f"  margin            {_fmt_multi(nums['margin'])}   (min y f(x) / ||w||)")
@@ -638,7 +689,7 @@ def _read_training_data(path, kwargs):
 
 
 def _model_n_features(model):
-    for step in ([s for _, s in model.steps] if hasattr(model, "steps") else [model]):
+    for step in [s for _, s in model.steps] if hasattr(model, "steps") else [model]:
         n = getattr(step, "n_features_in_", None)
         if n is not None:
             return int(n)
@@ -669,14 +720,17 @@ def _load_model_and_data(model_path, data_path, data_kwargs, labels):
         nf = _model_n_features(model)
         ds = read_data(data_path, labels="auto" if labels is None else labels, n_features=nf, **data_kwargs)
         # scalers that centre need dense input
-        if sp.issparse(ds.X) and hasattr(model, "steps") and any(
-            getattr(s, "with_mean", False) for _, s in model.steps[:-1]
+        if (
+            sp.issparse(ds.X)
+            and hasattr(model, "steps")
+            and any(getattr(s, "with_mean", False) for _, s in model.steps[:-1])
         ):
             ds.X = ds.X.toarray()
     return model, kind, ds
 
 
 # --------------------------------------------------------------------------- the group
+
 
 def _print_version(ctx, param, value):
     if not value or ctx.resilient_parsing:
@@ -697,8 +751,14 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 @click.group(cls=MaxmarginGroup, context_settings=CONTEXT_SETTINGS)
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 @common_options
 def cli():
     """Support vector machines from the command line.
@@ -752,8 +812,10 @@ def _refuse_overwrite(output, inputs, param_hint="-o/--output"):
             except OSError:  # pragma: no cover - raced away
                 same = False
         if same:
-            raise click.BadParameter(f"{output} is the {what}; writing there would overwrite it: "
-                                     "choose another output file", param_hint=param_hint)
+            raise click.BadParameter(
+                f"{output} is the {what}; writing there would overwrite it: choose another output file",
+                param_hint=param_hint,
+            )
 
 
 def _linear_class(type_name):
@@ -776,15 +838,40 @@ def _default_model_path(data_path):
 
 @cli.command(cls=TrainCommand, context_settings=CONTEXT_SETTINGS)
 @click.argument("data", type=DataPath(allow_dash=True))
-@click.option("-o", "--output", "model_path", type=click.Path(dir_okay=False),
-              help="Model file to write (default: DATA's name + .model in the current directory).")
-@click.option("-s", "--type", "svm_type", default="c-svc", show_default=True, metavar="TYPE",
-              help="c-svc, nu-svc, one-class, epsilon-svr, nu-svr (or LIBSVM's 0-4).")
-@click.option("-k", "-t", "--kernel", default="rbf", show_default=True, metavar="KERNEL",
-              help="linear, poly, rbf, sigmoid (or LIBSVM's 0-3).")
+@click.option(
+    "-o",
+    "--output",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    help="Model file to write (default: DATA's name + .model in the current directory).",
+)
+@click.option(
+    "-s",
+    "--type",
+    "svm_type",
+    default="c-svc",
+    show_default=True,
+    metavar="TYPE",
+    help="c-svc, nu-svc, one-class, epsilon-svr, nu-svr (or LIBSVM's 0-4).",
+)
+@click.option(
+    "-k",
+    "-t",
+    "--kernel",
+    default="rbf",
+    show_default=True,
+    metavar="KERNEL",
+    help="linear, poly, rbf, sigmoid (or LIBSVM's 0-3).",
+)
 @click.option("-c", "--C", "C", type=float, default=1.0, show_default=True, help="Penalty of the slack.")
-@click.option("-g", "--gamma", type=GammaType(), default="scale", show_default=True,
-              help="Kernel coefficient: a number, scale, auto or median.")
+@click.option(
+    "-g",
+    "--gamma",
+    type=GammaType(),
+    default="scale",
+    show_default=True,
+    help="Kernel coefficient: a number, scale, auto or median.",
+)
 @click.option("--sigma", type=float, default=None, help="Gaussian width; sets gamma = 1/(2 sigma^2).")
 @click.option("-d", "--degree", type=int, default=3, show_default=True, help="Degree of the poly kernel.")
 @click.option("-r", "--coef0", type=float, default=0.0, show_default=True, help="coef0 of poly/sigmoid.")
@@ -794,27 +881,77 @@ def _default_model_path(data_path):
 @click.option("--solver", default=None, help="Which algorithm, e.g. smo (default).")
 @click.option("-e", "--tol", type=float, default=1e-3, show_default=True, help="Stopping tolerance (KKT violation).")
 @click.option("-m", "--cache-size", type=float, default=200.0, show_default=True, help="Kernel cache in MB.")
-@click.option("-w", "--class-weight", "class_weight", type=ClassWeightType(), multiple=True,
-              help="Weight of a class, LABEL=WEIGHT (repeatable; LIBSVM's -w1 5 works too), or 'balanced'.")
+@click.option(
+    "-w",
+    "--class-weight",
+    "class_weight",
+    type=ClassWeightType(),
+    multiple=True,
+    help="Weight of a class, LABEL=WEIGHT (repeatable; LIBSVM's -w1 5 works too), or 'balanced'.",
+)
 @click.option("--probability", is_flag=True, help="Fit probability estimates.")
 @click.option("--shrinking/--no-shrinking", default=True, show_default=True, help="Shrinking heuristic.")
 @click.option("--max-iter", type=int, default=-1, show_default=True, help="Iteration limit per problem (-1: none).")
 @click.option("--time-limit", type=float, default=None, metavar="SECONDS", help="Time limit per problem.")
-@click.option("--cv", type=click.IntRange(min=2), default=None, metavar="K",
-              help="K-fold cross-validation instead of training a model (like svm-train -v K).")
+@click.option(
+    "--cv",
+    type=click.IntRange(min=2),
+    default=None,
+    metavar="K",
+    help="K-fold cross-validation instead of training a model (like svm-train -v K).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the cross-validation folds.")
-@click.option("--scale/--no-scale", default=False, show_default=True,
-              help="Standardise features; the scaler is stored in the model and applied by predict.")
-@click.option("--model-format", type=click.Choice(["maxmargin", "libsvm", "liblinear"]), default="maxmargin",
-              show_default=True, help="Write maxmargin's model file, a LIBSVM or (with --linear) a LIBLINEAR one.")
-@click.option("--linear", is_flag=True,
-              help="LinearSVC / LinearSVR (LIBLINEAR's models and solvers; -s c-svc or epsilon-svr).")
+@click.option(
+    "--scale/--no-scale",
+    default=False,
+    show_default=True,
+    help="Standardise features; the scaler is stored in the model and applied by predict.",
+)
+@click.option(
+    "--model-format",
+    type=click.Choice(["maxmargin", "libsvm", "liblinear"]),
+    default="maxmargin",
+    show_default=True,
+    help="Write maxmargin's model file, a LIBSVM or (with --linear) a LIBLINEAR one.",
+)
+@click.option(
+    "--linear", is_flag=True, help="LinearSVC / LinearSVR (LIBLINEAR's models and solvers; -s c-svc or epsilon-svr)."
+)
 @data_options
 @common_options
 @click.pass_context
-def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef0, nu, epsilon, formulation,
-          solver, tol, cache_size, class_weight, probability, shrinking, max_iter, time_limit, cv, seed, scale,
-          model_format, linear, data_format, delimiter, header, label_column):
+def train(
+    ctx,
+    data,
+    model_path,
+    svm_type,
+    kernel,
+    C,
+    gamma,
+    sigma,
+    degree,
+    coef0,
+    nu,
+    epsilon,
+    formulation,
+    solver,
+    tol,
+    cache_size,
+    class_weight,
+    probability,
+    shrinking,
+    max_iter,
+    time_limit,
+    cv,
+    seed,
+    scale,
+    model_format,
+    linear,
+    data_format,
+    delimiter,
+    header,
+    label_column,
+):
     """Train an SVM on DATA and write a model file (or cross-validate with --cv K).
 
     \b
@@ -841,8 +978,10 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
         if os.path.isdir(model_path):
             raise click.BadParameter(f"{model_path} is a directory", param_hint="-o/--output")
         if model_format in ("libsvm", "liblinear") and scale:
-            raise click.UsageError(f"a {model_format.upper()} model file cannot hold the --scale scaler; "
-                                   "use --model-format maxmargin or drop --scale")
+            raise click.UsageError(
+                f"a {model_format.upper()} model file cannot hold the --scale scaler; "
+                "use --model-format maxmargin or drop --scale"
+            )
 
     cls = _resolve_class(svm_type) if not linear else _linear_class(svm_type)
     if model_format == "liblinear" and not linear:
@@ -854,11 +993,24 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
     valid = cls().get_params()
     source = ctx.get_parameter_source
     given = {
-        "C": C, "kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0, "tol": tol,
-        "cache_size": cache_size, "shrinking": shrinking, "max_iter": max_iter,
+        "C": C,
+        "kernel": kernel,
+        "gamma": gamma,
+        "degree": degree,
+        "coef0": coef0,
+        "tol": tol,
+        "cache_size": cache_size,
+        "shrinking": shrinking,
+        "max_iter": max_iter,
     }
-    optional = {"sigma": sigma, "nu": nu, "epsilon": epsilon, "formulation": formulation, "solver": solver,
-                "time_limit": time_limit}
+    optional = {
+        "sigma": sigma,
+        "nu": nu,
+        "epsilon": epsilon,
+        "formulation": formulation,
+        "solver": solver,
+        "time_limit": time_limit,
+    }
     params = {}
     for name, value in given.items():
         if name in valid:
@@ -883,8 +1035,9 @@ def train(ctx, data, model_path, svm_type, kernel, C, gamma, sigma, degree, coef
             raise click.BadParameter(f"does not apply to --type {svm_type}", param_hint="-w/--class-weight")
         if any(k == "balanced" for k, _ in class_weight):
             if len(class_weight) > 1:
-                raise click.BadParameter("'balanced' cannot be combined with per-label weights",
-                                         param_hint="-w/--class-weight")
+                raise click.BadParameter(
+                    "'balanced' cannot be combined with per-label weights", param_hint="-w/--class-weight"
+                )
             params["class_weight"] = "balanced"
         else:
             import numpy as np
@@ -957,8 +1110,11 @@ def _data_summary(ds):
     if ds.compression:
         how += f", {ds.compression}-compressed"
     labels = np.unique(ds.y)
-    lab = (f"{len(labels)} labels ({', '.join(_fmt_label(v) for v in labels)})" if len(labels) <= 10
-           else f"{len(labels)} distinct labels")
+    lab = (
+        f"{len(labels)} labels ({', '.join(_fmt_label(v) for v in labels)})"
+        if len(labels) <= 10
+        else f"{len(labels)} distinct labels"
+    )
     return f"{ds.n_samples:,} samples, {ds.n_features:,} features, {lab} [{how}]"
 
 
@@ -975,8 +1131,9 @@ def _cross_validate(ctx, model, ds, k, seed, name):
     if kind == "classifier":
         _, counts = np.unique(ds.y, return_counts=True)
         if counts.min() < k:
-            raise CLIError(f"--cv {k}: the smallest class has only {counts.min()} samples; "
-                           f"use at most {counts.min()} folds")
+            raise CLIError(
+                f"--cv {k}: the smallest class has only {counts.min()} samples; use at most {counts.min()} folds"
+            )
         splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
         how = "stratified"
     else:
@@ -985,12 +1142,19 @@ def _cross_validate(ctx, model, ds, k, seed, name):
         splitter = KFold(n_splits=k, shuffle=True, random_state=seed)
         how = "shuffled"
     params = est.get_params()
-    shown = [f"{key}={params[key]!r}" for key in ("kernel", "C", "nu", "epsilon", "gamma", "sigma", "degree", "coef0")
-             if key in params and params[key] is not None
-             and not (key in ("gamma", "sigma", "degree", "coef0") and params.get("kernel") == "linear")
-             and not (key in ("degree", "coef0") and params.get("kernel") == "rbf")]
-    _echo(ctx, f"{k}-fold cross-validation ({how}, seed {seed}) of {type(est).__name__}({', '.join(shown)}) "
-               f"on {name}: {n:,} samples")
+    shown = [
+        f"{key}={params[key]!r}"
+        for key in ("kernel", "C", "nu", "epsilon", "gamma", "sigma", "degree", "coef0")
+        if key in params
+        and params[key] is not None
+        and not (key in ("gamma", "sigma", "degree", "coef0") and params.get("kernel") == "linear")
+        and not (key in ("degree", "coef0") and params.get("kernel") == "rbf")
+    ]
+    _echo(
+        ctx,
+        f"{k}-fold cross-validation ({how}, seed {seed}) of {type(est).__name__}({', '.join(shown)}) "
+        f"on {name}: {n:,} samples",
+    )
     pred = np.empty(n, dtype=float)
     fold_scores = []
     total_t = 0.0
@@ -1038,17 +1202,27 @@ def _labels_flag(value):
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=DataPath(allow_dash=True))
-@click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False),
-              help="Write the predictions here (default: standard output).")
+@click.option(
+    "-o",
+    "--output",
+    "out_path",
+    type=click.Path(dir_okay=False),
+    help="Write the predictions here (default: standard output).",
+)
 @click.option("--proba", is_flag=True, help="Also write class probabilities (LIBSVM's -b 1 layout).")
 @click.option("--decision", is_flag=True, help="Also write decision values.")
-@click.option("--labels", "has_labels", type=click.Choice(["auto", "yes", "no"]), default="auto",
-              show_default=True, help="CSV: whether DATA has a label column (auto: from the column count).")
+@click.option(
+    "--labels",
+    "has_labels",
+    type=click.Choice(["auto", "yes", "no"]),
+    default="auto",
+    show_default=True,
+    help="CSV: whether DATA has a label column (auto: from the column count).",
+)
 @data_options
 @common_options
 @click.pass_context
-def predict(ctx, model_path, data, out_path, proba, decision, has_labels, data_format, delimiter, header,
-            label_column):
+def predict(ctx, model_path, data, out_path, proba, decision, has_labels, data_format, delimiter, header, label_column):
     """Predict DATA with MODEL (a maxmargin or LIBSVM model file).
 
     Writes one prediction per line (to -o OUT or standard output). With --proba
@@ -1082,8 +1256,9 @@ def predict(ctx, model_path, data, out_path, proba, decision, has_labels, data_f
         if extra.ndim == 1:
             extra = extra[:, None]
             classes = getattr(est, "classes_", None)
-            header_line = "label decision" + (f"(positive={_fmt_label(classes[1])})" if classes is not None
-                                              and len(classes) == 2 else "")
+            header_line = "label decision" + (
+                f"(positive={_fmt_label(classes[1])})" if classes is not None and len(classes) == 2 else ""
+            )
         else:
             header_line = "label " + " ".join(_fmt_label(c) for c in est.classes_)
     lines = []
@@ -1092,8 +1267,9 @@ def predict(ctx, model_path, data, out_path, proba, decision, has_labels, data_f
     if extra is None:
         lines.extend(_fmt_label(p) for p in pred)
     else:
-        lines.extend(_fmt_label(p) + " " + " ".join(format(float(v), ".6g") for v in row)
-                     for p, row in zip(pred, extra))
+        lines.extend(
+            _fmt_label(p) + " " + " ".join(format(float(v), ".6g") for v in row) for p, row in zip(pred, extra)
+        )
     text = "\n".join(lines) + "\n"
     if out_path is not None:
         from .io._atomic import atomic_write
@@ -1116,8 +1292,10 @@ def _score_lines(est, pred, y):
     n = len(y)
     if kind == "regressor":
         mse = float(np.mean((pred - y) ** 2))
-        return [f"Mean squared error = {mse:.6g} (regression)",
-                f"Squared correlation coefficient = {_squared_correlation(pred, y):.6g} (regression)"]
+        return [
+            f"Mean squared error = {mse:.6g} (regression)",
+            f"Squared correlation coefficient = {_squared_correlation(pred, y):.6g} (regression)",
+        ]
     correct = int(np.sum(pred == y))
     return [f"Accuracy = {100 * correct / n:.4f}% ({correct}/{n}) (classification)"]
 
@@ -1149,9 +1327,13 @@ def evaluate(ctx, model_path, data, as_json, data_format, delimiter, header, lab
     if _kind(est) == "regressor":
         from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
-        res = {"n_samples": n, "mse": float(mean_squared_error(y, pred)),
-               "mae": float(mean_absolute_error(y, pred)), "r2": float(r2_score(y, pred)) if n > 1 else None,
-               "squared_correlation": _squared_correlation(pred, y)}
+        res = {
+            "n_samples": n,
+            "mse": float(mean_squared_error(y, pred)),
+            "mae": float(mean_absolute_error(y, pred)),
+            "r2": float(r2_score(y, pred)) if n > 1 else None,
+            "squared_correlation": _squared_correlation(pred, y),
+        }
         if as_json:
             click.echo(json.dumps(res, indent=2))
             return
@@ -1168,11 +1350,15 @@ def evaluate(ctx, model_path, data, as_json, data_format, delimiter, header, lab
     prec, rec, f1, support = precision_recall_fscore_support(y, pred, labels=labels, zero_division=0)
     correct = int(np.sum(pred == y))
     res = {
-        "n_samples": n, "accuracy": correct / n, "correct": correct,
+        "n_samples": n,
+        "accuracy": correct / n,
+        "correct": correct,
         "labels": [_fmt_label(c) for c in labels],
         "confusion_matrix": cm.tolist(),
-        "per_class": {_fmt_label(c): {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
-                      for c, p, r, f, s in zip(labels, prec, rec, f1, support)},
+        "per_class": {
+            _fmt_label(c): {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
+            for c, p, r, f, s in zip(labels, prec, rec, f1, support)
+        },
     }
     if as_json:
         click.echo(json.dumps(res, indent=2))
@@ -1227,8 +1413,9 @@ def info(model_path, as_json):
         "type": _type_name(est),
         "kernel": getattr(est, "kernel", None),
         "gamma": getattr(est, "_gamma", None),
-        "params": {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
-                   for k, v in params.items()},
+        "params": {
+            k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)) for k, v in params.items()
+        },
         "n_features": getattr(est, "n_features_in_", None),
         "classes": None if getattr(est, "classes_", None) is None else [_fmt_label(c) for c in est.classes_],
         "n_support": None if getattr(est, "n_support_", None) is None else [int(v) for v in est.n_support_],
@@ -1250,8 +1437,10 @@ def info(model_path, as_json):
     if meta is None:
         click.echo(f"File             {model_path} (LIBSVM model file, {kb:.1f} kB)")
     else:
-        click.echo(f"File             {model_path} (maxmargin model, format version {meta['format_version']}, "
-                   f"{kb:.1f} kB, written {meta.get('created', '?')} by maxmargin {meta.get('maxmargin_version', '?')})")
+        click.echo(
+            f"File             {model_path} (maxmargin model, format version {meta['format_version']}, "
+            f"{kb:.1f} kB, written {meta.get('created', '?')} by maxmargin {meta.get('maxmargin_version', '?')})"
+        )
     kind = _kind(est)
     what = {"classifier": "classification", "regressor": "regression", "outlier_detector": "novelty detection"}
     line = f"Type             {type(est).__name__} ({_type_name(est)}, {what.get(kind, kind)})"
@@ -1270,8 +1459,10 @@ def info(model_path, as_json):
     click.echo(f"Support vectors  {_sv_text(est)}")
     unknown = " (not stored in LIBSVM model files)" if meta is None else ""
     no_margin = nums["margin"] is None or bool(np.all(np.isnan(nums["margin"])))
-    click.echo(f"Margin           {_fmt_multi(nums['margin'])}"
-               + (unknown if no_margin else "   (min y f(x) / ||w|| over the training points)"))
+    click.echo(
+        f"Margin           {_fmt_multi(nums['margin'])}"
+        + (unknown if no_margin else "   (min y f(x) / ||w|| over the training points)")
+    )
     if nums["half_width"] is not None and not bool(np.all(np.isnan(nums["half_width"]))):
         click.echo(f"1/||w||          {_fmt_multi(nums['half_width'])}   (half-width of the band |f| < 1)")
     elif meta is None:
@@ -1298,8 +1489,9 @@ def info(model_path, as_json):
 def _wrap(label, text, width=100):
     import textwrap
 
-    return textwrap.fill(text, width=width, initial_indent=label, subsequent_indent=" " * len(label),
-                         break_on_hyphens=False)
+    return textwrap.fill(
+        text, width=width, initial_indent=label, subsequent_indent=" " * len(label), break_on_hyphens=False
+    )
 
 
 def _jsonable(v):
@@ -1317,8 +1509,14 @@ def _jsonable(v):
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
-@click.option("-o", "--output", "model_path", type=click.Path(dir_okay=False), default=None,
-              help="Also save the trained model here (then try `maxmargin info` on it).")
+@click.option(
+    "-o",
+    "--output",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also save the trained model here (then try `maxmargin info` on it).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the train/test split.")
 @common_options
 @click.pass_context
@@ -1338,8 +1536,10 @@ def quickstart(ctx, model_path, seed):
     say = click.echo
     say("maxmargin quickstart: a support vector machine on LIBSVM's heart_scale data")
     say("")
-    say(f"  data    {X.shape[0]} patients, {X.shape[1]} features scaled to [-1, 1], "
-        f"label +1 = heart disease ({int(np.sum(y == 1))}), -1 = none ({int(np.sum(y == -1))})")
+    say(
+        f"  data    {X.shape[0]} patients, {X.shape[1]} features scaled to [-1, 1], "
+        f"label +1 = heart disease ({int(np.sum(y == 1))}), -1 = none ({int(np.sum(y == -1))})"
+    )
     say(f"  split   {len(ytr)} for training, {len(yte)} held out for testing (stratified, seed {seed})")
     say("  model   maxmargin.SVC(kernel='rbf', C=1.0, gamma='scale')")
     say("")
@@ -1365,17 +1565,33 @@ def quickstart(ctx, model_path, seed):
         ("support vectors", f"{n_sv}", f"of {len(ytr)} training points ({ns_text}) lie on or inside the margin"),
     ]
     if half is not None:
-        rows.append(("band half-width", f"{half:.4f}",
-                     "1/||w||: distance from the boundary f=0 to the lines f=+1 and f=-1"))
-    rows.append(("margin", f"{margin:.4f}", "smallest y f(x)/||w|| over the training points"
-                 + ("; negative: some training points lie on the wrong side, which a soft margin allows"
-                    if margin < 0 else "")))
+        rows.append(
+            ("band half-width", f"{half:.4f}", "1/||w||: distance from the boundary f=0 to the lines f=+1 and f=-1")
+        )
+    rows.append(
+        (
+            "margin",
+            f"{margin:.4f}",
+            "smallest y f(x)/||w|| over the training points"
+            + (
+                "; negative: some training points lie on the wrong side, which a soft margin allows"
+                if margin < 0
+                else ""
+            ),
+        )
+    )
     rows += [
-        ("LOO bound", f"{clf.loo_bound_:.4f}",
-         f"#SV/n bounds the leave-one-out error rate (test error: {1 - acc:.4f})"),
+        (
+            "LOO bound",
+            f"{clf.loo_bound_:.4f}",
+            f"#SV/n bounds the leave-one-out error rate (test error: {1 - acc:.4f})",
+        ),
         ("dual objective", f"{objective:.2f}", "the minimum of the dual problem the solver reached"),
-        ("fit time", f"{clf.fit_time_:.3f} s",
-         f"time spent in SVC.fit (after {warmup:.2f} s of one-time solver start-up in this process)"),
+        (
+            "fit time",
+            f"{clf.fit_time_:.3f} s",
+            f"time spent in SVC.fit (after {warmup:.2f} s of one-time solver start-up in this process)",
+        ),
     ]
     import textwrap
 
@@ -1385,8 +1601,16 @@ def quickstart(ctx, model_path, seed):
     if model_path is not None:
         from .io import save_model
 
-        save_model(clf, model_path, info={"train_file": "heart_scale (bundled)", "n_samples": int(len(ytr)),
-                                          "n_features": int(X.shape[1]), "fit_time": float(seconds)})
+        save_model(
+            clf,
+            model_path,
+            info={
+                "train_file": "heart_scale (bundled)",
+                "n_samples": int(len(ytr)),
+                "n_features": int(X.shape[1]),
+                "fit_time": float(seconds),
+            },
+        )
         say("")
         say(f"Model written to {model_path}: try  maxmargin info {model_path}")
     say("")
@@ -1455,13 +1679,24 @@ def _parse_opt_value(text):
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=DataPath())
-@click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False), default=None,
-              help="Image file to write; the suffix picks the format (default: MODEL's name + .png).")
-@click.option("--test", "test_path", type=DataPath(), default=None,
-              help="Test data, drawn as small points.")
+@click.option(
+    "-o",
+    "--output",
+    "out_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Image file to write; the suffix picks the format (default: MODEL's name + .png).",
+)
+@click.option("--test", "test_path", type=DataPath(), default=None, help="Test data, drawn as small points.")
 @click.option("--dpi", type=int, default=None, help="Resolution of raster images.")
-@click.option("-O", "--opt", "opts", multiple=True, metavar="KEY=VALUE",
-              help="Option for the drawing, e.g. -O resolution=300 -O show_margins=false (repeatable).")
+@click.option(
+    "-O",
+    "--opt",
+    "opts",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Option for the drawing, e.g. -O resolution=300 -O show_margins=false (repeatable).",
+)
 @common_options
 @click.pass_context
 def plot(ctx, model_path, data, out_path, test_path, dpi, opts):
@@ -1479,8 +1714,9 @@ def plot(ctx, model_path, data, out_path, test_path, dpi, opts):
         kwargs["dpi"] = dpi
     if out_path is None:
         out_path = os.path.splitext(os.path.basename(model_path))[0] + ".png"
-    _refuse_overwrite(out_path, [("model file MODEL", model_path), ("data file DATA", data),
-                                 ("test data file", test_path)])
+    _refuse_overwrite(
+        out_path, [("model file MODEL", model_path), ("data file DATA", data), ("test data file", test_path)]
+    )
     try:
         mod.plot_model_file(model_path, data, out_path, **kwargs)
     except ModuleNotFoundError as exc:
@@ -1490,8 +1726,7 @@ def plot(ctx, model_path, data, out_path, test_path, dpi, opts):
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Port (0: any free port).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port (0: any free port).")
 @click.option("--browser/--no-browser", default=True, show_default=True, help="Open the page in a browser.")
 @common_options
 def playground(host, port, browser):
@@ -1500,8 +1735,9 @@ def playground(host, port, browser):
     try:
         mod.serve(host=host, port=port, open_browser=browser)
     except ModuleNotFoundError as exc:
-        raise CLIError(f"`maxmargin playground` needs {exc.name}",
-                       "install it with: pip install 'maxmargin[playground]'")
+        raise CLIError(
+            f"`maxmargin playground` needs {exc.name}", "install it with: pip install 'maxmargin[playground]'"
+        )
 
 
 # --------------------------------------------------------------------------- entry point

@@ -34,6 +34,7 @@ Command line (LIBSVM / svmlight files, ``.xz`` handled)::
     python -m maxmargin.compare --data ../shared/data/a9a.xz --test ../shared/data/a9a.t.xz \
         --n-train 5000 --n-features 123 --kernel linear --C 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,18 @@ DEFAULT_PAIRS = (
     ("zero-one", "random-search"),
 )
 
-COLUMNS = ("formulation", "solver", "objective", "margin", "n_sv", "train_err", "test_err", "time_s", "n_iter",
-           "status")
+COLUMNS = (
+    "formulation",
+    "solver",
+    "objective",
+    "margin",
+    "n_sv",
+    "train_err",
+    "test_err",
+    "time_s",
+    "n_iter",
+    "status",
+)
 
 
 class _BinaryModel:
@@ -78,8 +89,21 @@ class _BinaryModel:
     ``solver_options`` parameter (or is not available).
     """
 
-    def __init__(self, formulation, solver, solver_options=None, C=1.0, kernel="rbf", gamma="scale", degree=3,
-                 coef0=0.0, sigma=None, tol=1e-3, max_iter=-1, **ignored):
+    def __init__(
+        self,
+        formulation,
+        solver,
+        solver_options=None,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        sigma=None,
+        tol=1e-3,
+        max_iter=-1,
+        **ignored,
+    ):
         self.formulation, self.solver = formulation, solver
         self.solver_options = dict(solver_options or {})
         self.C, self.kernel, self.gamma, self.degree, self.coef0, self.sigma = C, kernel, gamma, degree, coef0, sigma
@@ -94,8 +118,17 @@ class _BinaryModel:
         ypm = np.where(y == self.classes_[1], 1.0, -1.0)
         self._ypm = ypm
         self._kernel = make_kernel(self.kernel, self.gamma, self.degree, self.coef0, X=X, sigma=self.sigma)
-        fit = F.fit_binary(X, ypm, self.C, self._kernel, self.formulation, self.solver, tol=self.tol,
-                           max_iter=self.max_iter, **self.solver_options)
+        fit = F.fit_binary(
+            X,
+            ypm,
+            self.C,
+            self._kernel,
+            self.formulation,
+            self.solver,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            **self.solver_options,
+        )
         self._fit = fit
         self._X = X
         self.objective_ = np.array([fit.objective])
@@ -161,7 +194,7 @@ def compare(X, y, X_test=None, y_test=None, pairs=None, *, print_table=True, fil
 
     rows = []
     kernel = params.get("kernel", "rbf")
-    for pair in (DEFAULT_PAIRS if pairs is None else pairs):
+    for pair in DEFAULT_PAIRS if pairs is None else pairs:
         formulation, solver = pair[0], pair[1]
         options = dict(pair[2]) if len(pair) > 2 and pair[2] else {}
         row = dict.fromkeys(COLUMNS, np.nan)
@@ -208,15 +241,24 @@ def format_table(rows):
     head = ("formulation", "solver", "objective", "margin", "#SV", "train err", "test err", "time s", "iter", "status")
     lines = []
     for r in rows:
+
         def num(v, fmt):
             return "" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, fmt)
 
-        lines.append((
-            r["formulation"], r["solver"], num(r["objective"], ".6g"), num(r["margin"], ".4g"),
-            "" if r["n_sv"] is None or r["n_sv"] < 0 else str(r["n_sv"]), num(r["train_err"], ".4f"),
-            num(r["test_err"], ".4f"), num(r["time_s"], ".2f"), "" if r["n_iter"] < 0 else str(r["n_iter"]),
-            str(r["status"]),
-        ))
+        lines.append(
+            (
+                r["formulation"],
+                r["solver"],
+                num(r["objective"], ".6g"),
+                num(r["margin"], ".4g"),
+                "" if r["n_sv"] is None or r["n_sv"] < 0 else str(r["n_sv"]),
+                num(r["train_err"], ".4f"),
+                num(r["test_err"], ".4f"),
+                num(r["time_s"], ".2f"),
+                "" if r["n_iter"] < 0 else str(r["n_iter"]),
+                str(r["status"]),
+            )
+        )
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(head)]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), "  ".join("-" * w for w in widths)]
     for line in lines:
@@ -262,8 +304,10 @@ def _parse_pairs(text):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m maxmargin.compare",
-                                 description="Train several (formulation, solver) pairs and print a comparison table.")
+    ap = argparse.ArgumentParser(
+        prog="python -m maxmargin.compare",
+        description="Train several (formulation, solver) pairs and print a comparison table.",
+    )
     ap.add_argument("--data", required=True, help="training file (LIBSVM/svmlight, .xz allowed)")
     ap.add_argument("--test", help="test file (same format)")
     ap.add_argument("--n-train", type=int, default=None, help="use the first N training rows")
@@ -274,8 +318,9 @@ def main(argv=None):
     ap.add_argument("--gamma", default="scale")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=-1)
-    ap.add_argument("--pairs", type=_parse_pairs, default=None,
-                    help="comma-separated formulation:solver[:key=value] (default: all)")
+    ap.add_argument(
+        "--pairs", type=_parse_pairs, default=None, help="comma-separated formulation:solver[:key=value] (default: all)"
+    )
     args = ap.parse_args(argv)
     X, y = load_svmlight(args.data, args.n_features, args.n_train)
     Xt = yt = None
@@ -286,10 +331,14 @@ def main(argv=None):
         gamma = float(gamma)
     except ValueError:
         pass
-    print(f"training: {X.shape[0]} x {X.shape[1]}" + (f", test: {Xt.shape[0]}" if Xt is not None else "")
-          + f"; kernel={args.kernel}, C={args.C}, tol={args.tol}")
-    compare(X, y, Xt, yt, pairs=args.pairs, kernel=args.kernel, C=args.C, gamma=gamma, tol=args.tol,
-            max_iter=args.max_iter)
+    print(
+        f"training: {X.shape[0]} x {X.shape[1]}"
+        + (f", test: {Xt.shape[0]}" if Xt is not None else "")
+        + f"; kernel={args.kernel}, C={args.C}, tol={args.tol}"
+    )
+    compare(
+        X, y, Xt, yt, pairs=args.pairs, kernel=args.kernel, C=args.C, gamma=gamma, tol=args.tol, max_iter=args.max_iter
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ On the command line a bundled data set is named ``builtin:NAME`` (for example
 ``maxmargin train builtin:heart_scale --cv 5``), or just ``NAME`` when no file of
 that name exists in the current directory; ``maxmargin datasets`` lists them.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ __all__ = ["DATASETS", "PREFIX", "dataset_path", "heart_scale_path", "load_heart
 
 #: name -> (file in maxmargin/data, one-line description)
 DATASETS = {
-    "heart_scale": ("heart_scale", ("LIBSVM's example: Statlog (Heart), 270 samples, 13 features scaled to "
-                                    "[-1, 1], labels +1 / -1 (LIBSVM format)")),
+    "heart_scale": (
+        "heart_scale",
+        (
+            "LIBSVM's example: Statlog (Heart), 270 samples, 13 features scaled to "
+            "[-1, 1], labels +1 / -1 (LIBSVM format)"
+        ),
+    ),
 }
 #: how a command-line argument names a bundled data set explicitly
 PREFIX = "builtin:"
@@ -39,7 +45,7 @@ def resolve_data_path(arg):
     wins).  Anything else is returned unchanged."""
     text = os.fspath(arg)
     if text.startswith(PREFIX):
-        return dataset_path(text[len(PREFIX):])
+        return dataset_path(text[len(PREFIX) :])
     if text in DATASETS and not os.path.exists(text):
         return dataset_path(text)
     return text

@@ -127,6 +127,7 @@ reported as not separable, by :class:`NotSeparableError`:
 * ``'primal-qp'``: an infeasible primal (eq. 7) or :math:`\|w\| > 1/\gamma_{min}`
   raises.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -141,20 +142,43 @@ FORMULATIONS = ("l1", "hard", "l2", "l2-simplex", "zero-one")
 SOLVERS = ("auto", "smo", "batched", "qp", "frank-wolfe", "primal-qp", "subgradient", "random-search")
 #: valid (formulation, solver) pairs
 VALID = {
-    ("l1", "auto"), ("hard", "auto"), ("l2", "auto"), ("l2-simplex", "auto"), ("zero-one", "auto"),
-    ("l1", "smo"), ("hard", "smo"), ("l2", "smo"),
-    ("l1", "batched"), ("hard", "batched"), ("l2", "batched"),
-    ("l1", "qp"), ("hard", "qp"), ("l2", "qp"), ("l2-simplex", "qp"),
+    ("l1", "auto"),
+    ("hard", "auto"),
+    ("l2", "auto"),
+    ("l2-simplex", "auto"),
+    ("zero-one", "auto"),
+    ("l1", "smo"),
+    ("hard", "smo"),
+    ("l2", "smo"),
+    ("l1", "batched"),
+    ("hard", "batched"),
+    ("l2", "batched"),
+    ("l1", "qp"),
+    ("hard", "qp"),
+    ("l2", "qp"),
+    ("l2-simplex", "qp"),
     ("l2-simplex", "frank-wolfe"),
-    ("l1", "primal-qp"), ("hard", "primal-qp"), ("l2", "primal-qp"), ("l2-simplex", "primal-qp"),
+    ("l1", "primal-qp"),
+    ("hard", "primal-qp"),
+    ("l2", "primal-qp"),
+    ("l2-simplex", "primal-qp"),
     ("l1", "subgradient"),
     ("zero-one", "random-search"),
 }
 #: solvers that work in the explicit feature space of the linear kernel only
 LINEAR_ONLY = ("primal-qp", "subgradient", "random-search")
 #: options every solver accepts (each uses those that mean something to it)
-COMMON_OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit",
-                  "verbose", "alpha0")
+COMMON_OPTIONS = (
+    "tol",
+    "max_iter",
+    "shrinking",
+    "cache_size",
+    "callback",
+    "callback_info",
+    "time_limit",
+    "verbose",
+    "alpha0",
+)
 #: options fit_binary itself understands
 FIT_OPTIONS = ("bias", "min_margin")
 #: solver-specific options
@@ -252,18 +276,25 @@ def _pairs_text():
 def check_pair(formulation, solver, kernel=None):
     """Raise ValueError (listing the valid pairs) for an unknown or invalid combination."""
     if formulation not in FORMULATIONS:
-        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}; "
-                         f"valid (formulation, solver) pairs: {_pairs_text()}")
+        raise ValueError(
+            f"formulation must be one of {FORMULATIONS}, got {formulation!r}; "
+            f"valid (formulation, solver) pairs: {_pairs_text()}"
+        )
     if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}; "
-                         f"valid (formulation, solver) pairs: {_pairs_text()}")
+        raise ValueError(
+            f"solver must be one of {SOLVERS}, got {solver!r}; valid (formulation, solver) pairs: {_pairs_text()}"
+        )
     if (formulation, solver) not in VALID:
-        raise ValueError(f"formulation={formulation!r} cannot be solved by solver={solver!r}; "
-                         f"valid (formulation, solver) pairs: {_pairs_text()}")
+        raise ValueError(
+            f"formulation={formulation!r} cannot be solved by solver={solver!r}; "
+            f"valid (formulation, solver) pairs: {_pairs_text()}"
+        )
     if kernel is not None and solver in LINEAR_ONLY and not _is_linear(kernel):
-        raise ValueError(f"solver={solver!r} works in the explicit feature space of the linear kernel only; "
-                         f"got kernel {getattr(kernel, 'name', kernel)!r}. Use kernel='linear', or a dual solver "
-                         "('smo', 'qp', 'frank-wolfe') for other kernels")
+        raise ValueError(
+            f"solver={solver!r} works in the explicit feature space of the linear kernel only; "
+            f"got kernel {getattr(kernel, 'name', kernel)!r}. Use kernel='linear', or a dual solver "
+            "('smo', 'qp', 'frank-wolfe') for other kernels"
+        )
 
 
 def _is_linear(kernel):
@@ -284,8 +315,9 @@ def _split_options(solver, options):
         else:
             owners = [s for s, opts in SOLVER_OPTIONS.items() if key in opts]
             if owners:
-                raise ValueError(f"option {key!r} applies to solver {' / '.join(map(repr, owners))}, "
-                                 f"not to solver={solver!r}")
+                raise ValueError(
+                    f"option {key!r} applies to solver {' / '.join(map(repr, owners))}, not to solver={solver!r}"
+                )
             allowed = sorted(set(COMMON_OPTIONS) | set(FIT_OPTIONS) | set(specific))
             raise ValueError(f"unknown option {key!r} for solver={solver!r}; accepted: {allowed}")
     return passed, fit_opts
@@ -482,9 +514,21 @@ def _linear_w(X, coef):
 
 def _binary_fit(sol, alpha, rho, w, extra, margin, formulation, solver):
     """A :class:`BinaryFit` from a solver's Solution and what fit_binary derived."""
-    return BinaryFit(alpha=alpha, rho=float(rho), objective=float(sol.objective), n_iter=int(sol.n_iter),
-                     violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,
-                     gap=sol.gap, w=w, extra=extra, margin=margin, formulation=formulation, solver=solver)
+    return BinaryFit(
+        alpha=alpha,
+        rho=float(rho),
+        objective=float(sol.objective),
+        n_iter=int(sol.n_iter),
+        violation=float(sol.violation),
+        converged=bool(sol.converged),
+        status=sol.status,
+        gap=sol.gap,
+        w=w,
+        extra=extra,
+        margin=margin,
+        formulation=formulation,
+        solver=solver,
+    )
 
 
 def fits_from_pairs(res, C, kernel, X, solver):
@@ -532,14 +576,31 @@ def fits_from_pairs(res, C, kernel, X, solver):
         order = np.argsort(rows[sl], kind="stable")
         a_p = alpha[sl][order]
         converged = p not in unsolved and violation[p] < np.inf and status == "converged"
-        extra = dict(margin=float(margin[p]), w_norm=float(w_norm[p]), bias_rule="libsvm",
-                     train_decision=decision[sl][order], primal_objective=float(primal[p]),
-                     duality_gap=float(primal[p] + objective[p]))
+        extra = dict(
+            margin=float(margin[p]),
+            w_norm=float(w_norm[p]),
+            bias_rule="libsvm",
+            train_decision=decision[sl][order],
+            primal_objective=float(primal[p]),
+            duality_gap=float(primal[p] + objective[p]),
+        )
         w = _linear_w(X[rows[sl][order]], a_p * y[sl][order]) if linear else None
-        fits.append(BinaryFit(alpha=a_p, rho=float(rho[p]), objective=float(objective[p]), n_iter=int(n_iter[p]),
-                              violation=float(violation[p]), converged=bool(converged),
-                              status="converged" if converged else status, w=w, extra=extra,
-                              margin=float(margin[p]), formulation="l1", solver=solver))
+        fits.append(
+            BinaryFit(
+                alpha=a_p,
+                rho=float(rho[p]),
+                objective=float(objective[p]),
+                n_iter=int(n_iter[p]),
+                violation=float(violation[p]),
+                converged=bool(converged),
+                status="converged" if converged else status,
+                w=w,
+                extra=extra,
+                margin=float(margin[p]),
+                formulation="l1",
+                solver=solver,
+            )
+        )
     return fits
 
 
@@ -580,8 +641,9 @@ def fit_binary(X, y, C, kernel, formulation="l1", solver="smo", **options):
     if bias_rule is not None and bias_rule not in BIAS_RULES:
         raise ValueError(f"bias must be one of {BIAS_RULES} or None, got {bias_rule!r}")
     if solver in ("smo", "batched", "qp", "frank-wolfe"):
-        return _fit_dual(X, y, C, kernel, formulation, solver, passed, bias_rule, fit_opts.get("min_margin"),
-                         options.get("alpha0"))
+        return _fit_dual(
+            X, y, C, kernel, formulation, solver, passed, bias_rule, fit_opts.get("min_margin"), options.get("alpha0")
+        )
     if bias_rule is not None:
         raise ValueError(f"bias={bias_rule!r} applies to the dual solvers; solver={solver!r} finds b itself")
     return _fit_primal(X, y, C, formulation, solver, passed, fit_opts.get("min_margin"))

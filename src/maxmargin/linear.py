@@ -26,7 +26,8 @@ Crammer-Singer.  As in LIBLINEAR (and so scikit-learn), in a one-vs-rest problem
 the C of the positive class only; the rest keep ``C * sample_weight``.
 
 Added to scikit-learn's API: ``callback`` and ``time_limit`` (as the other maxmargin estimators),
-``warm_start`` (start from the previous fit's dual variables, scaled by ``C_new / C_old`` for the classifiers, or weights),
+``warm_start`` (start from the previous fit's dual variables, scaled by ``C_new / C_old`` for the
+classifiers, or weights),
 ``shrinking``, ``n_jobs`` (threads for the one-vs-rest problems), and the fitted ``objective_`` (primal
 objective per problem), ``duality_gap_`` (dual solvers; NaN otherwise), ``margin_`` (1/||w|| per problem,
 intercept excluded), ``fit_status_`` and ``fit_time_``.

@@ -19,6 +19,7 @@ is positive, -1 otherwise.  ``nu`` is an upper bound on the fraction of training
 points outside the estimated support and a lower bound on the fraction of
 support vectors.
 """
+
 from __future__ import annotations
 
 import time
@@ -56,9 +57,24 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
 
     _state_attributes = BaseSingleSVM._state_attributes + ("offset_",)
 
-    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, nu=0.5, shrinking=True,
-                 cache_size=200, verbose=False, max_iter=-1, sigma=None, callback=None, time_limit=None,
-                 solver="auto"):
+    def __init__(
+        self,
+        *,
+        kernel="rbf",
+        degree=3,
+        gamma="scale",
+        coef0=0.0,
+        tol=1e-3,
+        nu=0.5,
+        shrinking=True,
+        cache_size=200,
+        verbose=False,
+        max_iter=-1,
+        sigma=None,
+        callback=None,
+        time_limit=None,
+        solver="auto",
+    ):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma

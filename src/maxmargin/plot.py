@@ -39,6 +39,7 @@ plane*; a point off the plane may lie on the other side of the drawn boundary,
 so errors in the title are always those of the full model, never read off the
 picture.  For ``d == 2`` the plane is the input space itself.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -57,11 +58,22 @@ __all__ = [
 
 #: Colours of the classes: for two classes the negative class (``classes_[0]``)
 #: is blue and the positive one (``classes_[1]``, where f > 0) is red.
-CLASS_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+CLASS_COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 
 
 # --------------------------------------------------------------------------- numbers
+
 
 def _final(model):
     """The last step of a scikit-learn Pipeline, else the model itself."""
@@ -212,6 +224,7 @@ def _fmt_title(stats, n_classes):
 
 # --------------------------------------------------------------------------- projection
 
+
 class Projection:
     """A plane of the input space on which the decision function is drawn.
 
@@ -234,8 +247,9 @@ class Projection:
             try:
                 projection = tuple(int(p) for p in parts)
             except ValueError:
-                raise ValueError(f"projection must be 'pca' or a pair of feature indices such as "
-                                 f"'0,2', got {projection!r}") from None
+                raise ValueError(
+                    f"projection must be 'pca' or a pair of feature indices such as '0,2', got {projection!r}"
+                ) from None
         self.n_features = d
         if isinstance(projection, str):
             self.kind = "pca"
@@ -252,8 +266,7 @@ class Projection:
                 raise ValueError(f"projection needs two feature indices, got {projection!r}")
             i, j = (int(k) for k in projection)
             if not (0 <= i < d and 0 <= j < d) or i == j:
-                raise ValueError(f"projection needs two distinct feature indices in [0, {d}), "
-                                 f"got {projection!r}")
+                raise ValueError(f"projection needs two distinct feature indices in [0, {d}), got {projection!r}")
             self.kind = "features"
             self.origin = X.mean(axis=0)
             self.basis = np.eye(d)[[i, j]]
@@ -272,6 +285,7 @@ class Projection:
 
 
 # --------------------------------------------------------------------------- drawing
+
 
 class BoundaryPlot:
     """The picture of a fitted classifier, after scikit-learn's Display objects
@@ -373,13 +387,11 @@ def _class_borders(ax, model, Z, xx, yy, idx, k):
             if np.mean(f[ina] > 0) < np.mean(f[inb] > 0):
                 f = -f
             field = np.ma.masked_where(~(ina | inb), f).reshape(xx.shape)
-            out.append(ax.contour(xx, yy, field, levels=[0.0], colors="k", linewidths=1.2,
-                                  zorder=2))
+            out.append(ax.contour(xx, yy, field, levels=[0.0], colors="k", linewidths=1.2, zorder=2))
         return out
     for c in range(k):
         if np.any(flat == c):
-            out.append(ax.contour(xx, yy, (idx == c).astype(float), levels=[0.5], colors="k",
-                                  linewidths=1.2, zorder=2))
+            out.append(ax.contour(xx, yy, (idx == c).astype(float), levels=[0.5], colors="k", linewidths=1.2, zorder=2))
     return out
 
 
@@ -417,11 +429,28 @@ def decision_boundary(model, X, y, X_test=None, y_test=None, ax=None, **options)
     return BoundaryPlot.from_estimator(model, X, y, X_test, y_test, ax=ax, **options)
 
 
-def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
-          projection=None, resolution=200, padding=0.08,
-          show_regions=True, show_margins=True, show_support=True,
-          title=True, feature_names=None, train_size=46, test_size=14,
-          cmap="RdBu_r", alpha=0.55, legend=False):
+def _draw(
+    model,
+    X,
+    y,
+    X_test=None,
+    y_test=None,
+    ax=None,
+    *,
+    projection=None,
+    resolution=200,
+    padding=0.08,
+    show_regions=True,
+    show_margins=True,
+    show_support=True,
+    title=True,
+    feature_names=None,
+    train_size=46,
+    test_size=14,
+    cmap="RdBu_r",
+    alpha=0.55,
+    legend=False,
+):
     """The drawing of :func:`decision_boundary`: a dict of the Axes and the artists."""
     plt = None
     if ax is None:
@@ -460,12 +489,14 @@ def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
         lim = max(lim, 1.05 * level if level else 1e-12)
         if show_regions:
             levels = np.linspace(-lim, lim, 23)
-            regions = ax.contourf(xx, yy, np.clip(f, -lim, lim), levels=levels, cmap=cmap,
-                                  alpha=alpha, antialiased=True, zorder=0)
+            regions = ax.contourf(
+                xx, yy, np.clip(f, -lim, lim), levels=levels, cmap=cmap, alpha=alpha, antialiased=True, zorder=0
+            )
         boundary = ax.contour(xx, yy, f, levels=[0.0], colors="k", linewidths=1.8, zorder=2)
         if show_margins and level:
-            margins = ax.contour(xx, yy, f, levels=[-level, level], colors="k", linewidths=1.0,
-                                 linestyles="--", zorder=2)
+            margins = ax.contour(
+                xx, yy, f, levels=[-level, level], colors="k", linewidths=1.0, linestyles="--", zorder=2
+            )
         values = f
     else:
         from matplotlib.colors import to_rgba
@@ -474,26 +505,53 @@ def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
         idx = np.searchsorted(classes, pred)
         if show_regions:
             rgba = np.array([to_rgba(c, alpha * 0.7) for c in colors])
-            regions = ax.imshow(rgba[idx], origin="lower", extent=(lo[0], hi[0], lo[1], hi[1]),
-                                aspect="auto", interpolation="nearest", zorder=0)
+            regions = ax.imshow(
+                rgba[idx],
+                origin="lower",
+                extent=(lo[0], hi[0], lo[1], hi[1]),
+                aspect="auto",
+                interpolation="nearest",
+                zorder=0,
+            )
         boundary = _class_borders(ax, model, Z, xx, yy, idx, k)
         values = idx
 
     train_art, test_art = [], []
     for c, cls in enumerate(classes):
         m = y == cls
-        train_art.append(ax.scatter(P[m, 0], P[m, 1], s=train_size, c=colors[c], edgecolors="k",
-                                    linewidths=0.7, zorder=3, label=f"{cls} (train)"))
+        train_art.append(
+            ax.scatter(
+                P[m, 0],
+                P[m, 1],
+                s=train_size,
+                c=colors[c],
+                edgecolors="k",
+                linewidths=0.7,
+                zorder=3,
+                label=f"{cls} (train)",
+            )
+        )
         if Pt is not None:
             mt = y_test == cls
-            test_art.append(ax.scatter(Pt[mt, 0], Pt[mt, 1], s=test_size, c=colors[c],
-                                       linewidths=0, zorder=3, label=f"{cls} (test)"))
+            test_art.append(
+                ax.scatter(
+                    Pt[mt, 0], Pt[mt, 1], s=test_size, c=colors[c], linewidths=0, zorder=3, label=f"{cls} (test)"
+                )
+            )
     support = None
     sv = _support_in_input_space(model) if show_support else None
     if sv is not None and len(sv):
         S = proj.to_plane(np.asarray(sv, dtype=float))
-        support = ax.scatter(S[:, 0], S[:, 1], s=train_size * 3.2, facecolors="none",
-                             edgecolors="k", linewidths=1.3, zorder=4, label="support vectors")
+        support = ax.scatter(
+            S[:, 0],
+            S[:, 1],
+            s=train_size * 3.2,
+            facecolors="none",
+            edgecolors="k",
+            linewidths=1.3,
+            zorder=4,
+            label="support vectors",
+        )
     stats = summarize(model, X, y, X_test, y_test)
     if title:
         text = _fmt_title(stats, k)
@@ -506,11 +564,22 @@ def _draw(model, X, y, X_test=None, y_test=None, ax=None, *,
     ax.set_ylabel(proj.labels[1])
     if legend:
         ax.legend(loc="best", fontsize=7)
-    return {"ax": ax, "regions": regions, "boundary": boundary, "margins": margins, "support": support,
-            "train": train_art, "test": test_art, "grid": (xx, yy, values), "projection": proj, "stats": stats}
+    return {
+        "ax": ax,
+        "regions": regions,
+        "boundary": boundary,
+        "margins": margins,
+        "support": support,
+        "train": train_art,
+        "test": test_art,
+        "grid": (xx, yy, values),
+        "projection": proj,
+        "stats": stats,
+    }
 
 
 # --------------------------------------------------------------------------- comparison
+
 
 def _is_fitted(model):
     return hasattr(model, "classes_") and (hasattr(model, "support_") or hasattr(model, "coef_"))
@@ -535,15 +604,18 @@ def _build(spec, base_params):
         if len(spec) == 3:
             params.update(spec[2])
     else:
-        raise TypeError(f"cannot make a model from {spec!r}: give an estimator, a dict of "
-                        "parameters or a (formulation, solver[, params]) tuple")
+        raise TypeError(
+            f"cannot make a model from {spec!r}: give an estimator, a dict of "
+            "parameters or a (formulation, solver[, params]) tuple"
+        )
     from . import SVC  # lazily: plot must import without the estimators
 
     return SVC(**{**base_params, **params})
 
 
-def compare(models_or_specs, X, y, X_test=None, y_test=None, *, ncols=None, panel_size=3.6,
-            errors="show", fig=None, **options):
+def compare(
+    models_or_specs, X, y, X_test=None, y_test=None, *, ncols=None, panel_size=3.6, errors="show", fig=None, **options
+):
     """Several models side by side on the same data, one :func:`decision_boundary` each.
 
     Parameters
@@ -584,15 +656,23 @@ def compare(models_or_specs, X, y, X_test=None, y_test=None, *, ncols=None, pane
             label = _label_of(model)
             if not _is_fitted(model):
                 model.fit(X, y)
-            results.append(decision_boundary(model, X, y, X_test, y_test, ax=ax, title=label,
-                                             **options))
+            results.append(decision_boundary(model, X, y, X_test, y_test, ax=ax, title=label, **options))
         except Exception as exc:  # noqa: BLE001 - shown in the panel
             if errors == "raise":
                 raise
             results.append(exc)
             ax.set_title(_spec_label(spec, base), fontsize=9)
-            ax.text(0.5, 0.5, f"{type(exc).__name__}:\n{_wrap(str(exc))}", ha="center",
-                    va="center", fontsize=8, color="#a00", transform=ax.transAxes, wrap=True)
+            ax.text(
+                0.5,
+                0.5,
+                f"{type(exc).__name__}:\n{_wrap(str(exc))}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#a00",
+                transform=ax.transAxes,
+                wrap=True,
+            )
             ax.set_xticks([])
             ax.set_yticks([])
     for ax in axes[n:]:
@@ -621,6 +701,7 @@ def _wrap(text, width=40):
 
 # --------------------------------------------------------------------------- CLI entry
 
+
 def _xy_from(data):
     """(X, y) from what ``maxmargin.io.data.load_data`` returns (a pair or an object)."""
     if isinstance(data, tuple) and len(data) >= 2:
@@ -633,8 +714,7 @@ def _xy_from(data):
     raise TypeError(f"cannot read points and labels from {type(data).__name__}")
 
 
-def plot_model_file(model_path, data_path, out_path, *, test_path=None, dpi=120,
-                    figsize=(6, 5.4), **opts):
+def plot_model_file(model_path, data_path, out_path, *, test_path=None, dpi=120, figsize=(6, 5.4), **opts):
     """Draw a saved model over a data file and write the picture (``maxmargin plot``).
 
     ``model_path`` is read with ``maxmargin.load_model``, ``data_path`` (and

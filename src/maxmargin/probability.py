@@ -75,6 +75,7 @@ probabilities pass them through the fitted sigmoids first.
 ``argmax(predict_proba)`` (ties toward the class listed first), so the two always
 agree.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -91,8 +92,9 @@ MIN_PROB = 1e-7
 def _log1pexp_terms(u, t):
     """Sum over i of t_i u_i + log(1 + exp(-u_i)), evaluated without overflow."""
     pos = u >= 0
-    out = np.where(pos, t * u + np.log1p(np.exp(-np.where(pos, u, 0.0))),
-                   (t - 1.0) * u + np.log1p(np.exp(np.where(pos, 0.0, u))))
+    out = np.where(
+        pos, t * u + np.log1p(np.exp(-np.where(pos, u, 0.0))), (t - 1.0) * u + np.log1p(np.exp(np.where(pos, 0.0, u)))
+    )
     return float(out.sum())
 
 
@@ -212,8 +214,7 @@ def probabilities_from_ovo(dec, probA, probB):
     dec = np.asarray(dec, dtype=np.float64)
     n, n_pairs = dec.shape
     k = int(round((1 + np.sqrt(1 + 8 * n_pairs)) / 2))
-    r = np.clip(sigmoid_predict(dec, np.asarray(probA)[None, :], np.asarray(probB)[None, :]),
-                MIN_PROB, 1 - MIN_PROB)
+    r = np.clip(sigmoid_predict(dec, np.asarray(probA)[None, :], np.asarray(probB)[None, :]), MIN_PROB, 1 - MIN_PROB)
     if k == 2:
         return np.column_stack([r[:, 0], 1.0 - r[:, 0]])
     R = np.full((n, k, k), 0.5)

@@ -18,6 +18,7 @@ with :math:`Q_{ij} = y_i y_j K(x_{k(i)}, x_{k(j)}) + s_i \delta_{ij}`.
 ``Delta = 0``.  Hard margin (seed 002 eq. 17): ``U = inf``.  2-norm soft margin:
 ``U = inf`` and ``shift = 1/(C w_i)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -133,8 +134,13 @@ def svr_problem(X, kernel, z, C, epsilon):
     Cs = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,))
     idx = np.arange(n, dtype=np.int64)
     return DualProblem(
-        X=X, kernel=kernel, y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[epsilon - z, epsilon + z],
-        upper=np.r_[Cs, Cs], index=np.r_[idx, idx], shift=np.zeros(2 * n),
+        X=X,
+        kernel=kernel,
+        y=np.r_[np.ones(n), -np.ones(n)],
+        p=np.r_[epsilon - z, epsilon + z],
+        upper=np.r_[Cs, Cs],
+        index=np.r_[idx, idx],
+        shift=np.zeros(2 * n),
     )
 
 
@@ -148,8 +154,15 @@ def nu_svr_problem(X, kernel, z, C, nu):
     start = greedy_fill(Cs, nu * Cs.sum() / 2)
     idx = np.arange(n, dtype=np.int64)
     return DualProblem(
-        X=X, kernel=kernel, y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[-z, z], upper=np.r_[Cs, Cs],
-        index=np.r_[idx, idx], shift=np.zeros(2 * n), delta=0.0, alpha0=np.r_[start, start],
+        X=X,
+        kernel=kernel,
+        y=np.r_[np.ones(n), -np.ones(n)],
+        p=np.r_[-z, z],
+        upper=np.r_[Cs, Cs],
+        index=np.r_[idx, idx],
+        shift=np.zeros(2 * n),
+        delta=0.0,
+        alpha0=np.r_[start, start],
         nu_constraints=True,
     )
 
@@ -163,8 +176,15 @@ def one_class_problem(X, kernel, nu, weights=None):
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     total = float(nu * w.sum())
     return DualProblem(
-        X=X, kernel=kernel, y=np.ones(n), p=np.zeros(n), upper=w.copy(), index=np.arange(n, dtype=np.int64),
-        shift=np.zeros(n), delta=total, alpha0=greedy_fill(w, total),
+        X=X,
+        kernel=kernel,
+        y=np.ones(n),
+        p=np.zeros(n),
+        upper=w.copy(),
+        index=np.arange(n, dtype=np.int64),
+        shift=np.zeros(n),
+        delta=total,
+        alpha0=greedy_fill(w, total),
     )
 
 
@@ -185,6 +205,14 @@ def nu_svc_problem(X, kernel, y, nu, weights=None):
         m = y == c
         start[m] = greedy_fill(w[m], half)
     return DualProblem(
-        X=X, kernel=kernel, y=y, p=np.zeros(n), upper=w.copy(), index=np.arange(n, dtype=np.int64),
-        shift=np.zeros(n), delta=0.0, alpha0=start, nu_constraints=True,
+        X=X,
+        kernel=kernel,
+        y=y,
+        p=np.zeros(n),
+        upper=w.copy(),
+        index=np.arange(n, dtype=np.int64),
+        shift=np.zeros(n),
+        delta=0.0,
+        alpha0=start,
+        nu_constraints=True,
     )

@@ -27,6 +27,7 @@ The prediction is :math:`f(x) = \sum_i(\alpha_i - \alpha_i^*)K(x_i, x) - \rho`:
 :class:`BaseSingleSVM` is shared with :class:`maxmargin.oneclass.OneClassSVM`:
 the estimators with one decision function.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -43,7 +44,6 @@ from .problem import nu_svr_problem, svr_problem
 from .solvers import smo
 from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, check_finite_solution, warn_not_converged
 
-
 #: solvers of the estimators with one decision function
 SOLVERS = ("smo", "batched", "auto")
 
@@ -59,8 +59,19 @@ class BaseSingleSVM(BaseKernelSVM):
 
     #: fitted attributes a model file stores (see maxmargin.io.model)
     _state_attributes = (
-        "support_", "support_vectors_", "dual_coef_", "intercept_", "n_support_", "n_features_in_",
-        "shape_fit_", "fit_status_", "n_iter_", "objective_", "fit_time_", "_gamma", "_sparse",
+        "support_",
+        "support_vectors_",
+        "dual_coef_",
+        "intercept_",
+        "n_support_",
+        "n_features_in_",
+        "shape_fit_",
+        "fit_status_",
+        "n_iter_",
+        "objective_",
+        "fit_time_",
+        "_gamma",
+        "_sparse",
     )
 
     def _positive_rows(self, sw):
@@ -194,9 +205,26 @@ class SVR(_BaseRegressor):
         Seconds spent in ``fit``.
     """
 
-    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
-                 shrinking=True, cache_size=200, verbose=False, max_iter=-1, sigma=None, callback=None,
-                 time_limit=None, solver="auto", warm_start=False):
+    def __init__(
+        self,
+        *,
+        kernel="rbf",
+        degree=3,
+        gamma="scale",
+        coef0=0.0,
+        tol=1e-3,
+        C=1.0,
+        epsilon=0.1,
+        shrinking=True,
+        cache_size=200,
+        verbose=False,
+        max_iter=-1,
+        sigma=None,
+        callback=None,
+        time_limit=None,
+        solver="auto",
+        warm_start=False,
+    ):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -262,9 +290,25 @@ class NuSVR(_BaseRegressor):
 
     _state_attributes = BaseSingleSVM._state_attributes + ("epsilon_",)
 
-    def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
-                 tol=1e-3, cache_size=200, verbose=False, max_iter=-1, sigma=None, callback=None,
-                 time_limit=None, solver="auto"):
+    def __init__(
+        self,
+        *,
+        nu=0.5,
+        C=1.0,
+        kernel="rbf",
+        degree=3,
+        gamma="scale",
+        coef0=0.0,
+        shrinking=True,
+        tol=1e-3,
+        cache_size=200,
+        verbose=False,
+        max_iter=-1,
+        sigma=None,
+        callback=None,
+        time_limit=None,
+        solver="auto",
+    ):
         self.nu = nu
         self.C = C
         self.solver = solver

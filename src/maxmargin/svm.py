@@ -22,6 +22,7 @@ exactly (for two classes, positive decision values mean ``classes_[1]``).
 checks, the kernel of the fitted model, validation at predict time, solver
 options); :mod:`maxmargin.regression` and :mod:`maxmargin.oneclass` build on it.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -55,8 +56,7 @@ def _check_positive(name, value, allow_none=False):
 
 
 def _check_nu(value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
-            or not 0 < value <= 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or not 0 < value <= 1:
         raise ValueError(f"nu must be a number in (0, 1], got {value!r}")
 
 
@@ -162,7 +162,8 @@ def _check_class_labels(y):
             bad = np.flatnonzero(y != np.round(y))
             if bad.size:
                 raise ValueError(
-                    f"classification needs class labels, but the labels are continuous numbers (label {float(y[bad[0]]):g} "
+                    "classification needs class labels, but the labels are continuous numbers "
+                    f"(label {float(y[bad[0]]):g} "
                     f"of row {int(bad[0])} is not an integer): give integer or string labels, or fit a regression "
                     "(SVR or NuSVR; --type epsilon-svr or nu-svr on the command line)"
                 ) from None
@@ -172,8 +173,10 @@ def _check_class_labels(y):
 def _nu_no_margin_message(problem, r, nu):
     """Why a nu-SVC problem has no margin (r <= 0, w = 0), and what can help."""
     y = problem.y
-    text = (f"nu-SVC found no margin (r = {r:.3g}) for nu={nu!r}: the two classes' reduced convex hulls in "
-            "feature space overlap, so w = 0 and the decision function would be constant")
+    text = (
+        f"nu-SVC found no margin (r = {r:.3g}) for nu={nu!r}: the two classes' reduced convex hulls in "
+        "feature space overlap, so w = 0 and the decision function would be constant"
+    )
     n = y.shape[0]
     if n <= 4000 and problem.kernel.code != 4:
         w = np.asarray(problem.upper, dtype=np.float64)  # the sample (times class) weights
@@ -183,11 +186,15 @@ def _nu_no_margin_message(problem, r, nu):
             dist2 = float(c @ problem.kernel.mmv(X, X, c))
         scale = float(np.max(np.abs(problem.kernel.diag(X)), initial=0.0))
         if not dist2 > 1e-12 * max(scale, 1e-300):
-            return (text + ". The two classes have the same mean in feature space (for example constant features "
-                    "or identical points with different labels), so no nu gives a margin: use C-SVC "
-                    "(SVC; --type c-svc), another kernel, or features that tell the classes apart")
-    return (text + ". A larger nu (up to the feasibility limit 2 min(n_a, n_b) / (n_a + n_b)) shrinks the hulls "
-            "towards the class means; C-SVC (SVC; --type c-svc) fits such data with any C")
+            return (
+                text + ". The two classes have the same mean in feature space (for example constant features "
+                "or identical points with different labels), so no nu gives a margin: use C-SVC "
+                "(SVC; --type c-svc), another kernel, or features that tell the classes apart"
+            )
+    return (
+        text + ". A larger nu (up to the feasibility limit 2 min(n_a, n_b) / (n_a + n_b)) shrinks the hulls "
+        "towards the class means; C-SVC (SVC; --type c-svc) fits such data with any C"
+    )
 
 
 class BaseKernelSVM(BaseEstimator):
@@ -208,8 +215,10 @@ class BaseKernelSVM(BaseEstimator):
     def _check_solver_params(self):
         _check_positive("tol", self.tol)
         _check_positive("cache_size", self.cache_size)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or (
-            self.max_iter < -1 or self.max_iter == 0
+        if (
+            isinstance(self.max_iter, bool)
+            or not isinstance(self.max_iter, numbers.Integral)
+            or (self.max_iter < -1 or self.max_iter == 0)
         ):
             raise ValueError(f"max_iter must be -1 (no limit) or a positive integer, got {self.max_iter!r}")
         _check_positive("time_limit", self.time_limit, allow_none=True)
@@ -223,15 +232,12 @@ class BaseKernelSVM(BaseEstimator):
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
             y = None
         else:
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
-                                 y_numeric=y_numeric)
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", y_numeric=y_numeric)
         if sp.issparse(X):
             X.sort_indices()
         _check_width(X)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
-            raise ValueError(
-                f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}"
-            )
+            raise ValueError(f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}")
         return X, y
 
     @staticmethod
@@ -251,8 +257,13 @@ class BaseKernelSVM(BaseEstimator):
 
     def _solver_options(self, subproblem=0, n_subproblems=1, with_callback=True):
         """Keyword arguments for :func:`maxmargin.solvers.smo.solve`."""
-        options = dict(tol=self.tol, max_iter=self.max_iter, shrinking=bool(self.shrinking),
-                       cache_size=self.cache_size, verbose=bool(self.verbose))
+        options = dict(
+            tol=self.tol,
+            max_iter=self.max_iter,
+            shrinking=bool(self.shrinking),
+            cache_size=self.cache_size,
+            verbose=bool(self.verbose),
+        )
         if self.time_limit is not None:
             options["time_limit"] = self.time_limit
         if with_callback and self.callback is not None:
@@ -291,8 +302,12 @@ class BaseKernelSVM(BaseEstimator):
     def _get_kernel(self):
         """The Kernel object of the fitted model (rebuilt from the parameters)."""
         kern = getattr(self, "_kernel_cache", None)
-        if kern is None or getattr(self, "_kernel_cache_key", None) != (self.kernel, self._gamma,
-                                                                       self.degree, self.coef0):
+        if kern is None or getattr(self, "_kernel_cache_key", None) != (
+            self.kernel,
+            self._gamma,
+            self.degree,
+            self.coef0,
+        ):
             kern = make_kernel(self.kernel, self._gamma, self.degree, self.coef0)
             self._kernel_cache = kern
             self._kernel_cache_key = (self.kernel, self._gamma, self.degree, self.coef0)
@@ -323,10 +338,28 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
     #: fitted attributes a model file stores (see maxmargin.io.model)
     _state_attributes = (
-        "classes_", "support_", "support_vectors_", "dual_coef_", "intercept_", "n_support_",
-        "n_features_in_", "shape_fit_", "fit_status_", "n_iter_", "objective_", "margin_",
-        "loo_bound_", "duality_gap_", "train_error_", "fit_time_", "w_norm_", "_gamma", "_sparse", "_linear_w",
-        "probA_", "probB_",
+        "classes_",
+        "support_",
+        "support_vectors_",
+        "dual_coef_",
+        "intercept_",
+        "n_support_",
+        "n_features_in_",
+        "shape_fit_",
+        "fit_status_",
+        "n_iter_",
+        "objective_",
+        "margin_",
+        "loo_bound_",
+        "duality_gap_",
+        "train_error_",
+        "fit_time_",
+        "w_norm_",
+        "_gamma",
+        "_sparse",
+        "_linear_w",
+        "probA_",
+        "probB_",
     )
 
     # ----------------------------------------------------------------- checks
@@ -334,9 +367,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self._check_box_params()
         self._check_solver_params()
         if self.decision_function_shape not in ("ovr", "ovo"):
-            raise ValueError(
-                f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}"
-            )
+            raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         _check_bool("probability", self.probability)
@@ -375,8 +406,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 "a classifier needs at least two classes"
             )
         sw = self._sample_weights(sample_weight, X)
-        cw = compute_class_weight(self.class_weight, classes=classes, y=y) if self.class_weight is not None \
+        cw = (
+            compute_class_weight(self.class_weight, classes=classes, y=y)
+            if self.class_weight is not None
             else np.ones(classes.shape[0])
+        )
         C_all = self._upper_bounds(sw * cw[y_idx])
 
         n_classes = classes.shape[0]
@@ -458,8 +492,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         built-in or precomputed kernel, no callback, verbose output or warm start, and
         a pair small enough that every worker holds its Gram matrix within cache_size."""
         none = np.zeros(len(members), dtype=bool)
-        if len(members) < 3 or not self._pairs_compile() or warm is not None or self.callback is not None \
-                or self.verbose or getattr(self, "warm_start", False) or kern.name == "callable":
+        if (
+            len(members) < 3
+            or not self._pairs_compile()
+            or warm is not None
+            or self.callback is not None
+            or self.verbose
+            or getattr(self, "warm_start", False)
+            or kern.name == "callable"
+        ):
             return none
         workers = cores()
         return np.array([ovo.pair_fits(rows.shape[0], self.cache_size, workers) for rows, _ in members])
@@ -468,8 +509,16 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
         (all at once, compiled, on every core), the rest one by one as usual."""
         chosen = [p for p in range(len(pairs)) if compiled[p]]
-        res = ovo.solve_pairs(block_data(X, kern), y_idx, C_all, [pairs[p] for p in chosen], tol=self.tol,
-                              max_iter=self.max_iter, shrinking=bool(self.shrinking), time_limit=self.time_limit)
+        res = ovo.solve_pairs(
+            block_data(X, kern),
+            y_idx,
+            C_all,
+            [pairs[p] for p in chosen],
+            tol=self.tol,
+            max_iter=self.max_iter,
+            shrinking=bool(self.shrinking),
+            time_limit=self.time_limit,
+        )
         fits = [None] * len(pairs)
         for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo")):
             fits[p_no] = fit
@@ -527,8 +576,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if not getattr(self, "warm_start", False) or not hasattr(self, "dual_coef_"):
             return None
         prev_classes = getattr(self, "classes_", None)
-        if (self.shape_fit_[0] != n or prev_classes is None or prev_classes.shape != classes.shape
-                or not np.array_equal(prev_classes, classes) or self.support_.shape[0] == 0):
+        if (
+            self.shape_fit_[0] != n
+            or prev_classes is None
+            or prev_classes.shape != classes.shape
+            or not np.array_equal(prev_classes, classes)
+            or self.support_.shape[0] == 0
+        ):
             return None
         k = classes.shape[0]
         dual = np.asarray(self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else self.dual_coef_)
@@ -605,8 +659,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self.fit_status_ = 0 if all(f.converged for f in fits) else 1
         self.loo_bound_ = float(support.shape[0] / max(n, 1))
         # geometric margin per binary problem: 1/||w||, ||w||^2 from the dual objective
-        self.w_norm_ = np.array([self._w_norm_of(fit, rows, ysub, C_all, X, kern)
-                                 for fit, (rows, ysub) in zip(fits, members)])
+        self.w_norm_ = np.array(
+            [self._w_norm_of(fit, rows, ysub, C_all, X, kern) for fit, (rows, ysub) in zip(fits, members)]
+        )
         margins = np.empty(len(fits))
         for p_no, fit in enumerate(fits):
             m = fit.extra.get("margin", getattr(fit, "margin", None))
@@ -620,8 +675,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             train_decision = fits[0].extra.get("train_decision")
             if train_decision is not None:
                 dec = -np.asarray(train_decision, dtype=np.float64).reshape(-1, 1)
-        if dec is None and n_classes > 2 and not (self.break_ties and self.decision_function_shape == "ovr") \
-                and all(f.extra.get("train_decision") is not None for f in fits):
+        if (
+            dec is None
+            and n_classes > 2
+            and not (self.break_ties and self.decision_function_shape == "ovr")
+            and all(f.extra.get("train_decision") is not None for f in fits)
+        ):
             self.train_error_ = self._train_error_by_votes(X, y_idx, fits, members)
         else:
             if dec is None:
@@ -682,13 +741,18 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         probB = np.zeros(n_pairs)
         stopped = any(f.status == "callback" for f in fits)
         if stopped:
-            warnings.warn("the fit was stopped by the callback: the probability sigmoids are fitted on the "
-                          "training decision values (no cross-validation)", ConvergenceWarning, stacklevel=3)
+            warnings.warn(
+                "the fit was stopped by the callback: the probability sigmoids are fitted on the "
+                "training decision values (no cross-validation)",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         for p_no, (fit, (rows, ysub)) in enumerate(zip(fits, members)):
             Xs = self._subset(X, rows, precomputed)
             if stopped:
-                dec = probability.held_out_decision(Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]),
-                                                    fit, ysub)
+                dec = probability.held_out_decision(
+                    Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]), fit, ysub
+                )
             else:
                 bounds = C_all[rows]
                 options = self._solver_options(with_callback=False)
@@ -697,8 +761,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 def fit_fold(train, alpha0, Xs=Xs, ysub=ysub, bounds=bounds, options=options):
                     problem = self._fold_problem(Xs, ysub, bounds, kern, train)
                     if problem is None:
-                        return self._fit_pair(self._subset(Xs, train, precomputed), ysub[train], bounds[train],
-                                              kern, options, alpha0)
+                        return self._fit_pair(
+                            self._subset(Xs, train, precomputed), ysub[train], bounds[train], kern, options, alpha0
+                        )
                     return self._fit_fold_problem(problem, options, alpha0)
 
                 # the folds are problems over the pair's own data rows (``index`` = the training
@@ -841,8 +906,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_classes = self.classes_.shape[0]
         SV = self.support_vectors_
         if n_classes == 2:
-            w = np.asarray(self.dual_coef_ @ SV) if not sp.issparse(SV) else np.asarray(
-                sp.csr_matrix(self.dual_coef_) @ SV).reshape(1, -1)
+            w = (
+                np.asarray(self.dual_coef_ @ SV)
+                if not sp.issparse(SV)
+                else np.asarray(sp.csr_matrix(self.dual_coef_) @ SV).reshape(1, -1)
+            )
             return np.asarray(w).reshape(1, -1)
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         rows = []
@@ -950,11 +1018,33 @@ class SVC(BaseSVMClassifier):
         Seconds spent in ``fit``.
     """
 
-    def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
-                 probability=False, tol=1e-3, cache_size=200, class_weight=None, verbose=False,
-                 max_iter=-1, decision_function_shape="ovr", break_ties=False, random_state=None,
-                 formulation="l1", solver="auto", sigma=None, callback=None, time_limit=None,
-                 warm_start=False, predict_from_proba=False, solver_options=None):
+    def __init__(
+        self,
+        *,
+        C=1.0,
+        kernel="rbf",
+        degree=3,
+        gamma="scale",
+        coef0=0.0,
+        shrinking=True,
+        probability=False,
+        tol=1e-3,
+        cache_size=200,
+        class_weight=None,
+        verbose=False,
+        max_iter=-1,
+        decision_function_shape="ovr",
+        break_ties=False,
+        random_state=None,
+        formulation="l1",
+        solver="auto",
+        sigma=None,
+        callback=None,
+        time_limit=None,
+        warm_start=False,
+        predict_from_proba=False,
+        solver_options=None,
+    ):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -1009,16 +1099,29 @@ class SVC(BaseSVMClassifier):
         if self.formulation != "l1" or solver != "smo" or self.solver_options:
             return None  # other formulations, solvers and options: through formulations.fit_binary
         m = train.shape[0]
-        return DualProblem(X=X, kernel=kern, y=y[train], p=-np.ones(m), upper=bounds[train].copy(),
-                           index=train.astype(np.int64), shift=np.zeros(m))
+        return DualProblem(
+            X=X,
+            kernel=kern,
+            y=y[train],
+            p=-np.ones(m),
+            upper=bounds[train].copy(),
+            index=train.astype(np.int64),
+            shift=np.zeros(m),
+        )
 
     def _fit_fold_problem(self, problem, options, alpha0):
         if alpha0 is not None:
             problem.alpha0 = np.asarray(alpha0, dtype=np.float64)
         sol = smo.solve(problem, **options)  # 'l1' + 'smo': the same solution and rho as fit_binary
-        return formulations.BinaryFit(alpha=sol.alpha, rho=float(sol.rho), objective=float(sol.objective),
-                                      n_iter=int(sol.n_iter), violation=float(sol.violation),
-                                      converged=bool(sol.converged), status=sol.status)
+        return formulations.BinaryFit(
+            alpha=sol.alpha,
+            rho=float(sol.rho),
+            objective=float(sol.objective),
+            n_iter=int(sol.n_iter),
+            violation=float(sol.violation),
+            converged=bool(sol.converged),
+            status=sol.status,
+        )
 
 
 class NuSVC(BaseSVMClassifier):
@@ -1063,10 +1166,30 @@ class NuSVC(BaseSVMClassifier):
     solution (LIBSVM's ``obj / r^2``).
     """
 
-    def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
-                 probability=False, tol=1e-3, cache_size=200, class_weight=None, verbose=False,
-                 max_iter=-1, decision_function_shape="ovr", break_ties=False, random_state=None,
-                 sigma=None, callback=None, time_limit=None, predict_from_proba=False, solver="auto"):
+    def __init__(
+        self,
+        *,
+        nu=0.5,
+        kernel="rbf",
+        degree=3,
+        gamma="scale",
+        coef0=0.0,
+        shrinking=True,
+        probability=False,
+        tol=1e-3,
+        cache_size=200,
+        class_weight=None,
+        verbose=False,
+        max_iter=-1,
+        decision_function_shape="ovr",
+        break_ties=False,
+        random_state=None,
+        sigma=None,
+        callback=None,
+        time_limit=None,
+        predict_from_proba=False,
+        solver="auto",
+    ):
         self.nu = nu
         self.solver = solver
         self.kernel = kernel
@@ -1143,9 +1266,16 @@ class NuSVC(BaseSVMClassifier):
         rho = sol.rho / r
         obj = sol.objective / r / r  # r * r may underflow for tiny kernel values
         fit = formulations.BinaryFit(
-            alpha=alpha, rho=float(rho), objective=float(obj), n_iter=int(sol.n_iter),
-            violation=float(sol.violation), converged=bool(sol.converged), status=sol.status,
-            extra=dict(sol.extra, r=r), formulation="nu", solver=solver,
+            alpha=alpha,
+            rho=float(rho),
+            objective=float(obj),
+            n_iter=int(sol.n_iter),
+            violation=float(sol.violation),
+            converged=bool(sol.converged),
+            status=sol.status,
+            extra=dict(sol.extra, r=r),
+            formulation="nu",
+            solver=solver,
         )
         if details:
             s_train = y * (sol.grad - problem.p) / r  # sum_j alpha_j y_j K_ij at the training rows

@@ -6,6 +6,7 @@
 * :func:`load_liblinear_model` / :func:`save_liblinear_model` -- :mod:`maxmargin.io.liblinear_model`
 * :func:`load_any_model` -- any of these model files, recognised from its first bytes
 """
+
 from __future__ import annotations
 
 from .data import Dataset, detect_format, load_data, read_data
@@ -15,10 +16,23 @@ from .libsvm_model import is_libsvm_model, load_libsvm_model, save_libsvm_model
 from .model import FORMAT_VERSION, load_model, read_model_metadata, save_model
 
 __all__ = [
-    "DataFormatError", "ModelFormatError", "Dataset", "load_data", "read_data", "detect_format",
-    "save_model", "load_model", "read_model_metadata", "FORMAT_VERSION",
-    "load_libsvm_model", "save_libsvm_model", "is_libsvm_model", "load_any_model",
-    "load_liblinear_model", "save_liblinear_model", "is_liblinear_model",
+    "DataFormatError",
+    "ModelFormatError",
+    "Dataset",
+    "load_data",
+    "read_data",
+    "detect_format",
+    "save_model",
+    "load_model",
+    "read_model_metadata",
+    "FORMAT_VERSION",
+    "load_libsvm_model",
+    "save_libsvm_model",
+    "is_libsvm_model",
+    "load_any_model",
+    "load_liblinear_model",
+    "save_liblinear_model",
+    "is_liblinear_model",
 ]
 
 

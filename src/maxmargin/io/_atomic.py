@@ -3,6 +3,7 @@
 An interrupted write (an exception, Ctrl-C, a full disk) leaves the target as it
 was: either absent or the previous complete file.
 """
+
 from __future__ import annotations
 
 import os

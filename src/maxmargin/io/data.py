@@ -26,6 +26,7 @@ form ``<integer>:<value>`` after the label means LIBSVM, anything else CSV.
 Every problem raises :class:`maxmargin.io.DataFormatError` naming the file, the
 line (1-based, counted in the decompressed text) and what is wrong.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -245,7 +246,9 @@ def _diagnose_csv(lines, delimiter, n_cols, label_idx, name):
 def _read_csv(text, name, delimiter="auto", header="auto", label_column=0, labels=True, n_features=None):
     lines = list(_data_lines(text))
     if not lines:
-        raise DataFormatError("no data: the file is empty" if not text.strip() else "no data lines (only comments)", name)
+        raise DataFormatError(
+            "no data: the file is empty" if not text.strip() else "no data lines (only comments)", name
+        )
     first_no, first = lines[0]
     if delimiter == "auto":
         delimiter = _guess_delimiter(first)
@@ -307,9 +310,7 @@ def _read_csv(text, name, delimiter="auto", header="auto", label_column=0, label
     if X.shape[1] == 0:
         raise DataFormatError("no feature columns: every line has only a label", name, first_no)
     if n_features is not None and X.shape[1] != n_features:
-        raise DataFormatError(
-            f"{X.shape[1]} feature columns, but the model expects {n_features}", name, lines[0][0]
-        )
+        raise DataFormatError(f"{X.shape[1]} feature columns, but the model expects {n_features}", name, lines[0][0])
     return Dataset(X, y, "csv", name, names, line_numbers=line_numbers)
 
 
@@ -363,8 +364,10 @@ def _diagnose_libsvm(text, name, zero_based=False):
 
 def too_many_features_message(index, where="feature index"):
     """The reason given for a feature index beyond :data:`MAX_FEATURES` (1-based ``index``)."""
-    return (f"{where} {index:,} is beyond maxmargin's limit of {MAX_FEATURES:,} features "
-            f"(maxmargin.io.data.MAX_FEATURES; the solvers keep dense vectors of one number per feature)")
+    return (
+        f"{where} {index:,} is beyond maxmargin's limit of {MAX_FEATURES:,} features "
+        f"(maxmargin.io.data.MAX_FEATURES; the solvers keep dense vectors of one number per feature)"
+    )
 
 
 def _refuse_wide(X, text, name, zero_based):
@@ -385,7 +388,9 @@ def _read_libsvm(data, text, name, n_features=None, zero_based=False):
     from sklearn.datasets import load_svmlight_file
 
     if not any(True for _ in _data_lines(text)):
-        raise DataFormatError("no data: the file is empty" if not text.strip() else "no data lines (only comments)", name)
+        raise DataFormatError(
+            "no data: the file is empty" if not text.strip() else "no data lines (only comments)", name
+        )
     try:
         X, y = load_svmlight_file(io.BytesIO(data), zero_based=zero_based, dtype=np.float64)
     except (ValueError, OverflowError) as exc:  # OverflowError: an index beyond 32 bits
@@ -476,14 +481,20 @@ def read_data(
     else:
         try:
             ds = _read_csv(
-                text, name, delimiter=delimiter, header=header, label_column=label_column, labels=labels,
+                text,
+                name,
+                delimiter=delimiter,
+                header=header,
+                label_column=label_column,
+                labels=labels,
                 n_features=n_features,
             )
         except DataFormatError as exc:
             if format == "auto" or detect_format(text) != "libsvm":
                 raise
-            raise DataFormatError(f"{exc.reason} (the file looks like LIBSVM format, not CSV)", name,
-                                  exc.line) from None
+            raise DataFormatError(
+                f"{exc.reason} (the file looks like LIBSVM format, not CSV)", name, exc.line
+            ) from None
     ds.compression = compression
     return ds
 

@@ -3,6 +3,7 @@
 Both subclass :class:`ValueError`, so code that already catches ``ValueError``
 keeps working; the command line prints their message in one line.
 """
+
 from __future__ import annotations
 
 import os

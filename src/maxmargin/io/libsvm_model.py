@@ -37,9 +37,11 @@ for data with more features: LIBSVM's RBF kernel counts features that no
 support vector has).  Platt-scaling parameters (``probA``/``probB``) are read
 into ``probA_`` / ``probB_`` (and ``probability=True``), so ``predict_proba``
 works as LIBSVM's ``-b 1``; ``prob_density_marks`` of one-class models are
-ignored; precomputed-kernel models are refused.  Numbers are written in the shortest form that reads back as the same double,
+ignored; precomputed-kernel models are refused.  Numbers are written in the shortest form that
+reads back as the same double,
 so a round trip is exact.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,12 +65,30 @@ SVM_TYPES = {
 }
 _CLASS_TO_TYPE = {v: k for k, v in SVM_TYPES.items()}
 #: LIBSVM kernel_type -> maxmargin kernel name
-KERNEL_TYPES = {"linear": "linear", "polynomial": "poly", "rbf": "rbf", "sigmoid": "sigmoid",
-                "precomputed": "precomputed"}
+KERNEL_TYPES = {
+    "linear": "linear",
+    "polynomial": "poly",
+    "rbf": "rbf",
+    "sigmoid": "sigmoid",
+    "precomputed": "precomputed",
+}
 _KERNEL_TO_TYPE = {v: k for k, v in KERNEL_TYPES.items()}
 _CLASSIFIERS = ("c_svc", "nu_svc")
-_HEADER_KEYS = ("svm_type", "kernel_type", "degree", "gamma", "coef0", "nr_class", "total_sv", "rho", "label",
-                "probA", "probB", "prob_density_marks", "nr_sv")
+_HEADER_KEYS = (
+    "svm_type",
+    "kernel_type",
+    "degree",
+    "gamma",
+    "coef0",
+    "nr_class",
+    "total_sv",
+    "rho",
+    "label",
+    "probA",
+    "probB",
+    "prob_density_marks",
+    "nr_sv",
+)
 
 
 def is_libsvm_model(path):
@@ -155,8 +175,9 @@ def read_libsvm_model(path):
     m = {}
     m["svm_type"] = one("svm_type", str)
     if m["svm_type"] not in SVM_TYPES:
-        raise ModelFormatError(f"unknown svm_type {m['svm_type']!r} (known: {', '.join(SVM_TYPES)})", p,
-                               head["svm_type"][1])
+        raise ModelFormatError(
+            f"unknown svm_type {m['svm_type']!r} (known: {', '.join(SVM_TYPES)})", p, head["svm_type"][1]
+        )
     m["kernel_type"] = one("kernel_type", str, required=True)
     if m["kernel_type"] not in KERNEL_TYPES:
         raise ModelFormatError(f"unknown kernel_type {m['kernel_type']!r}", p, head["kernel_type"][1])
@@ -177,19 +198,22 @@ def read_libsvm_model(path):
     m["probA"] = many("probA", float, n_pairs if classifier else 1)
     m["probB"] = many("probB", float, n_pairs if classifier else 1)
     if m["nr_sv"] is not None and int(m["nr_sv"].sum()) != total:
-        raise ModelFormatError(f"nr_sv adds up to {int(m['nr_sv'].sum())}, but total_sv is {total}", p,
-                               head["nr_sv"][1])
+        raise ModelFormatError(
+            f"nr_sv adds up to {int(m['nr_sv'].sum())}, but total_sv is {total}", p, head["nr_sv"][1]
+        )
     if classifier and m["label"] is not None and len(set(m["label"].tolist())) != k:
         raise ModelFormatError("label lists the same class twice", p, head["label"][1])
 
     n_coef = max(k - 1, 1)
     sv_lines = [(no, s) for no, s in ((i, lines[i - 1].strip()) for i in range(sv_line + 1, len(lines) + 1)) if s]
     if len(sv_lines) < total:
-        raise ModelFormatError(f"truncated: total_sv is {total} but only {len(sv_lines)} support vector lines follow",
-                               p)
+        raise ModelFormatError(
+            f"truncated: total_sv is {total} but only {len(sv_lines)} support vector lines follow", p
+        )
     if len(sv_lines) > total:
-        raise ModelFormatError(f"{len(sv_lines) - total} line(s) after the {total} support vectors",
-                               p, sv_lines[total][0])
+        raise ModelFormatError(
+            f"{len(sv_lines) - total} line(s) after the {total} support vectors", p, sv_lines[total][0]
+        )
     coef = np.empty((n_coef, total))
     data, indices, indptr = [], [], [0]
     for r, (no, s) in enumerate(sv_lines):
@@ -354,12 +378,22 @@ def load_libsvm_model(path, *, n_features=None, label_order="libsvm"):
         classes, order, dual, intercept, n_support, probA, probB = _to_layout(m, label_order == "sorted")
         SV = SV[order]
         n_pairs = intercept.shape[0]
-        state.update(classes_=classes, probA_=probA if probA is not None else np.empty(0),
-                     probB_=probB if probB is not None else np.empty(0))
+        state.update(
+            classes_=classes,
+            probA_=probA if probA is not None else np.empty(0),
+            probB_=probB if probB is not None else np.empty(0),
+        )
         unknown = np.full(n_pairs, np.nan)
-        state.update(n_iter_=np.zeros(n_pairs, dtype=np.int32), objective_=unknown, margin_=unknown.copy(),
-                     w_norm_=unknown.copy(), duality_gap_=unknown.copy(), loo_bound_=np.nan, train_error_=np.nan,
-                     _linear_w=None)
+        state.update(
+            n_iter_=np.zeros(n_pairs, dtype=np.int32),
+            objective_=unknown,
+            margin_=unknown.copy(),
+            w_norm_=unknown.copy(),
+            duality_gap_=unknown.copy(),
+            loo_bound_=np.nan,
+            train_error_=np.nan,
+            _linear_w=None,
+        )
     else:
         dual = m["sv_coef"][:1].copy()
         intercept = -m["rho"][:1].copy()
@@ -421,17 +455,23 @@ def save_libsvm_model(estimator, path):
         raise ValueError(f"{cls_name} has no LIBSVM model type (known: {', '.join(_CLASS_TO_TYPE)})")
     kernel = estimator.kernel
     if not isinstance(kernel, str) or kernel not in _KERNEL_TO_TYPE or kernel == "precomputed":
-        raise ValueError(f"kernel {kernel!r} cannot be written to a LIBSVM model file "
-                         "(linear, poly, rbf and sigmoid can)")
+        raise ValueError(
+            f"kernel {kernel!r} cannot be written to a LIBSVM model file (linear, poly, rbf and sigmoid can)"
+        )
     if getattr(estimator, "_linear_w", None) is not None and estimator.support_.shape[0] == 0:
-        raise ValueError("this model has no support vectors (fitted by a primal solver); "
-                         "LIBSVM model files describe a model by its support vectors")
+        raise ValueError(
+            "this model has no support vectors (fitted by a primal solver); "
+            "LIBSVM model files describe a model by its support vectors"
+        )
     if getattr(estimator, "feature_names_in_", None) is not None:
         import warnings
 
-        warnings.warn("a LIBSVM model file cannot store the feature names the model was fitted with: the "
-                      "loaded model will not check the columns of a DataFrame (save_model keeps them)",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            "a LIBSVM model file cannot store the feature names the model was fitted with: the "
+            "loaded model will not check the columns of a DataFrame (save_model keeps them)",
+            UserWarning,
+            stacklevel=2,
+        )
     SV = estimator.support_vectors_
     SV = sp.csr_matrix(SV) if not sp.issparse(SV) else SV.tocsr()
     SV.sort_indices()

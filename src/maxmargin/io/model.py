@@ -57,6 +57,7 @@ check, not a signature.
 Compatibility: a reader refuses a ``format_version`` newer than its own with a
 message to upgrade; newer readers keep reading older versions.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -158,8 +159,12 @@ class _Encoder:
         if isinstance(value, list):
             return [self.encode(v, f"{key}.{i}", what) for i, v in enumerate(value)]
         if isinstance(value, dict):
-            return {"$dict": [[self.encode(k, f"{key}.k{i}", what), self.encode(v, f"{key}.{i}", what)]
-                              for i, (k, v) in enumerate(value.items())]}
+            return {
+                "$dict": [
+                    [self.encode(k, f"{key}.k{i}", what), self.encode(v, f"{key}.{i}", what)]
+                    for i, (k, v) in enumerate(value.items())
+                ]
+            }
         raise TypeError(f"{what} is a {type(value).__name__}, which a model file cannot store (data only, no code)")
 
     def _add(self, key, arr, what):
@@ -175,7 +180,7 @@ def _decode(value, arrays, where):
     if isinstance(value, list):
         return [_decode(v, arrays, where) for v in value]
     if isinstance(value, dict) and len(value) == 1:
-        (tag, body), = value.items()
+        ((tag, body),) = value.items()
         try:
             if tag == "$array":
                 return arrays[body]
@@ -263,7 +268,9 @@ def _encode_estimator(enc, estimator, prefix, state_names, kind):
     for name in state_names:
         if not hasattr(estimator, name):
             raise ValueError(f"{cls} is not fitted (it has no attribute {name!r}); fit it before saving")
-        out["attributes"][name] = enc.encode(getattr(estimator, name), f"{prefix}.{name}", f"attribute {name!r} of {cls}")
+        out["attributes"][name] = enc.encode(
+            getattr(estimator, name), f"{prefix}.{name}", f"attribute {name!r} of {cls}"
+        )
     return out
 
 
@@ -328,9 +335,9 @@ def _seal(data):
 def _check_seal(raw, p):
     n = len(SEAL_PREFIX) + 64
     tail = raw[-n:]
-    if len(raw) < n + 22 or not tail.startswith(SEAL_PREFIX) or raw[-n - 22:-n - 18] != b"PK\x05\x06":
+    if len(raw) < n + 22 or not tail.startswith(SEAL_PREFIX) or raw[-n - 22 : -n - 18] != b"PK\x05\x06":
         raise ModelFormatError("damaged or truncated model file (no file checksum at the end)", p)
-    if hashlib.sha256(raw[:-n]).hexdigest().encode("ascii") != tail[len(SEAL_PREFIX):]:
+    if hashlib.sha256(raw[:-n]).hexdigest().encode("ascii") != tail[len(SEAL_PREFIX) :]:
         raise ModelFormatError("checksum mismatch: the file was changed or damaged after it was written", p)
 
 

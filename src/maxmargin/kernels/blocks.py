@@ -58,8 +58,19 @@ def block_data(X, kernel):
     if sp.issparse(X):
         Xc = sp.csr_matrix(X, dtype=np.float64)
         Xc.sort_indices()
-        return BlockData(SPARSE, code, gamma, coef0, degree, np.zeros((1, 1)), Xc.data,
-                         Xc.indices.astype(np.int64), Xc.indptr.astype(np.int64), sq, X.shape[1])
+        return BlockData(
+            SPARSE,
+            code,
+            gamma,
+            coef0,
+            degree,
+            np.zeros((1, 1)),
+            Xc.data,
+            Xc.indices.astype(np.int64),
+            Xc.indptr.astype(np.int64),
+            sq,
+            X.shape[1],
+        )
     Xd = np.ascontiguousarray(X, dtype=np.float64)
     mode = NARROW if Xd.shape[1] <= NARROW_D else DENSE
     return BlockData(mode, code, gamma, coef0, degree, Xd, empty_f, empty_i, empty_i, sq, X.shape[1])

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from .._jit import parallel, parallel_and_serial
-from .formulas import LINEAR, PRECOMPUTED, RBF, transform, transform_rows
+from .formulas import PRECOMPUTED, RBF, transform, transform_rows
 from .objects import densify_if_cheap, row_norms_sq
 
 #: kernel rows of data with at most this many features come from a compiled loop;
@@ -270,8 +270,11 @@ class KernelRows:
                     self.X = Xp
                 else:
                     self.X = np.ascontiguousarray(self.X, dtype=np.float64)
-        self.sq = np.ascontiguousarray(row_norms_sq(self.X), dtype=np.float64) if self.code == RBF \
+        self.sq = (
+            np.ascontiguousarray(row_norms_sq(self.X), dtype=np.float64)
+            if self.code == RBF
             else np.zeros(self.X.shape[0])
+        )
         self.n = self.X.shape[0]
         self.set_columns(None)
 
@@ -305,8 +308,20 @@ class KernelRows:
             Xi = self.Xs[idx]
             big = Xi.nnz * m >= PARALLEL_MIN_WORK
             (_rows_sparse_par if big else _rows_sparse_ser)(
-                *_csr_arrays(self.Xc), self.d, Xi.indptr.astype(np.int64), Xi.indices.astype(np.int64), Xi.data,
-                self.sq[idx], self.sqc, self.code, self.gamma, self.coef0, float(self.degree), out, dest)
+                *_csr_arrays(self.Xc),
+                self.d,
+                Xi.indptr.astype(np.int64),
+                Xi.indices.astype(np.int64),
+                Xi.data,
+                self.sq[idx],
+                self.sqc,
+                self.code,
+                self.gamma,
+                self.coef0,
+                float(self.degree),
+                out,
+                dest,
+            )
             return out
         Xi = self.X[idx]
         if self.path == "wide":
@@ -318,13 +333,31 @@ class KernelRows:
         elif self.small:
             big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
             (_rows_small_par if big else _rows_small_ser)(
-                self.XcT, np.ascontiguousarray(Xi), self.sq[idx], self.sqc, self.code, self.gamma,
-                self.coef0, float(self.degree), out, dest)
+                self.XcT,
+                np.ascontiguousarray(Xi),
+                self.sq[idx],
+                self.sqc,
+                self.code,
+                self.gamma,
+                self.coef0,
+                float(self.degree),
+                out,
+                dest,
+            )
         else:
             big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
             (_rows_dense_par if big else _rows_dense_ser)(
-                self.Xc, np.ascontiguousarray(Xi), self.sq[idx], self.sqc, self.code, self.gamma,
-                self.coef0, float(self.degree), out, dest)
+                self.Xc,
+                np.ascontiguousarray(Xi),
+                self.sq[idx],
+                self.sqc,
+                self.code,
+                self.gamma,
+                self.coef0,
+                float(self.degree),
+                out,
+                dest,
+            )
         return out
 
     def times(self, rows, coef, targets):
@@ -338,11 +371,20 @@ class KernelRows:
             # nonzeros drive the products
             Xt = self.Xs[targets] if self.Xs is not None else sp.csr_matrix(self.X[targets])
             res = np.empty(targets.size)
-            _times_sparse(*_csr_arrays(sp.csr_matrix(self.X[rows])), Xt.shape[1], Xt.indptr.astype(np.int64),
-                          Xt.indices.astype(np.int64), Xt.data, self.sq[targets],
-                          np.ascontiguousarray(self.sq[rows]), self.code, self.gamma, self.coef0,
-                          float(self.degree), np.ascontiguousarray(coef, dtype=np.float64), res)
+            _times_sparse(
+                *_csr_arrays(sp.csr_matrix(self.X[rows])),
+                Xt.shape[1],
+                Xt.indptr.astype(np.int64),
+                Xt.indices.astype(np.int64),
+                Xt.data,
+                self.sq[targets],
+                np.ascontiguousarray(self.sq[rows]),
+                self.code,
+                self.gamma,
+                self.coef0,
+                float(self.degree),
+                np.ascontiguousarray(coef, dtype=np.float64),
+                res,
+            )
             return res
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
-
-

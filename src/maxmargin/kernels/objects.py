@@ -22,6 +22,7 @@ The Gaussian kernel of the documents (seed 002, ``computeGaussianKernel``) is
 ``code`` column is what the compiled code receives; the formulas themselves live
 in :mod:`maxmargin.kernels.formulas`, written once for every caller.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -217,8 +218,9 @@ class RBFKernel(Kernel):
         return float(np.sqrt(1.0 / (2.0 * self.gamma)))
 
     def _from_dot(self, D, X, Z):
-        return transform_rows(np.ascontiguousarray(D, dtype=np.float64), RBF, self.params,
-                              row_norms_sq(X), row_norms_sq(Z))
+        return transform_rows(
+            np.ascontiguousarray(D, dtype=np.float64), RBF, self.params, row_norms_sq(X), row_norms_sq(Z)
+        )
 
     def _diag_from_sq(self, sq):
         return np.ones_like(sq)

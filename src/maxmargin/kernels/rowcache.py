@@ -11,6 +11,7 @@ data row, least recently used first out.  A *partial* row holds the values for
 the active variables of the solver at the time it was computed; it stays valid
 while the active set only shrinks (``epoch`` is bumped when it grows).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -167,9 +168,28 @@ class RowCache:
 
 
 @njit(cache=True)
-def get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-            rows, slot_of, row_of, stamp, full, epoch_of, counters,
-            i, need_full, act_data, m):
+def get_row(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    i,
+    need_full,
+    act_data,
+    m,
+):
     """The cached kernel row of data row ``i``: whole if ``need_full`` else at least
     the entries of ``act_data[:m]`` (callers pass ``need_full`` when every variable
     is active)."""
@@ -280,5 +300,11 @@ def _pool_key(problem, cache_size):
             h.update(np.ascontiguousarray(a).view(np.uint8).ravel())
     else:
         h.update(np.ascontiguousarray(X, dtype=np.float64).view(np.uint8).ravel())
-    return (h.hexdigest(), tuple(X.shape), sp.issparse(X), int(kernel.code), tuple(map(float, kernel.params)),
-            float(cache_size))
+    return (
+        h.hexdigest(),
+        tuple(X.shape),
+        sp.issparse(X),
+        int(kernel.code),
+        tuple(map(float, kernel.params)),
+        float(cache_size),
+    )

@@ -5,6 +5,7 @@
 serving it some other way.  Needs the ``playground`` extra
 (``pip install maxmargin[playground]``: starlette and uvicorn).
 """
+
 from __future__ import annotations
 
 __all__ = ["create_app", "serve"]

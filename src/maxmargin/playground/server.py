@@ -92,6 +92,7 @@ coarser (down to ``min_grid``) or refuses in words, and checks the clock and
 the client between chunks.  The page aborts its own stale requests too, so a
 dragged slider costs at most one fit in flight plus the newest.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -114,8 +115,16 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["create_app", "serve", "run_in_thread", "LIMITS", "CLASS_LABELS", "KERNELS",
-           "RequestError", "parse_fit_request"]
+__all__ = [
+    "create_app",
+    "serve",
+    "run_in_thread",
+    "LIMITS",
+    "CLASS_LABELS",
+    "KERNELS",
+    "RequestError",
+    "parse_fit_request",
+]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 _log = logging.getLogger("maxmargin.playground")
@@ -149,8 +158,16 @@ LIMITS = {
 }
 
 DEFAULTS = {
-    "formulation": "l1", "solver": "smo", "kernel": "rbf", "C": 10.0, "sigma": 0.7,
-    "gamma": 1.0, "degree": 3, "coef0": 1.0, "train_percent": 30, "grid": 100,
+    "formulation": "l1",
+    "solver": "smo",
+    "kernel": "rbf",
+    "C": 10.0,
+    "sigma": 0.7,
+    "gamma": 1.0,
+    "degree": 3,
+    "coef0": 1.0,
+    "train_percent": 30,
+    "grid": 100,
 }
 
 _CLIENT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -171,14 +188,14 @@ class RequestError(Exception):
 
 # --------------------------------------------------------------------------- validation
 
+
 def _real(value, name, lo=None, hi=None, integer=False):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         kind = "an integer" if integer else "a number"
         raise RequestError(f"{name} must be {kind}, got {json.dumps(value)[:40]}", field=name)
-    if isinstance(value, int) and abs(value) > 2 ** 1000:   # beyond a float: no OverflowError later
+    if isinstance(value, int) and abs(value) > 2**1000:  # beyond a float: no OverflowError later
         where = f"between {lo:g} and {hi:g}" if lo is not None and hi is not None else "a smaller number"
-        raise RequestError(f"{name} must be {where}, got an integer of {len(str(abs(value)))} digits",
-                           field=name)
+        raise RequestError(f"{name} must be {where}, got an integer of {len(str(abs(value)))} digits", field=name)
     if integer and not (isinstance(value, int) or float(value).is_integer()):
         raise RequestError(f"{name} must be an integer, got {value!r}", field=name)
     if not math.isfinite(value):
@@ -191,9 +208,11 @@ def _real(value, name, lo=None, hi=None, integer=False):
 def _unknown(keys, allowed, where):
     extra = sorted(set(keys) - allowed)
     if extra:
-        raise RequestError(f"unknown field{'s' if len(extra) > 1 else ''} in {where}: "
-                           f"{', '.join(map(repr, extra))}; allowed: {', '.join(sorted(allowed))}",
-                           field=where)
+        raise RequestError(
+            f"unknown field{'s' if len(extra) > 1 else ''} in {where}: "
+            f"{', '.join(map(repr, extra))}; allowed: {', '.join(sorted(allowed))}",
+            field=where,
+        )
 
 
 @dataclass
@@ -202,8 +221,8 @@ class FitRequest:
 
     client: str
     seq: int
-    X: np.ndarray           # (n, 2)
-    labels: np.ndarray      # (n,) int
+    X: np.ndarray  # (n, 2)
+    labels: np.ndarray  # (n,) int
     keys: np.ndarray | None  # (n,) split keys in [0, 1) or None
     params: dict
     train_percent: float
@@ -234,8 +253,11 @@ def _qp_missing():
     try:
         import qpsolvers
     except ImportError:
-        return ("the qpsolvers package and a QP backend (one of " + ", ".join(backends)
-                + ") are not installed (pip install qpsolvers clarabel)")
+        return (
+            "the qpsolvers package and a QP backend (one of "
+            + ", ".join(backends)
+            + ") are not installed (pip install qpsolvers clarabel)"
+        )
     found = set(getattr(qpsolvers, "available_solvers", ())) & set(backends)
     if not found:
         return f"qpsolvers has no QP backend installed (one of {', '.join(backends)}; pip install clarabel)"
@@ -256,8 +278,7 @@ def _parse_points(points, limits):
         raise RequestError("points must be a list of [x1, x2, label] triples", field="points")
     n = len(points)
     if n > limits["max_points"]:
-        raise RequestError(f"too many points: {n} (at most {limits['max_points']})", status=413,
-                           field="points")
+        raise RequestError(f"too many points: {n} (at most {limits['max_points']})", status=413, field="points")
     if n < 2:
         raise RequestError(f"need at least 2 points, got {n}", field="points")
     width = None
@@ -268,19 +289,19 @@ def _parse_points(points, limits):
     known = set(CLASS_LABELS)
     for i, p in enumerate(points):
         if not isinstance(p, list) or len(p) not in (3, 4):
-            raise RequestError(f"points[{i}] must be [x1, x2, label] or [x1, x2, label, u]",
-                               field=f"points[{i}]")
+            raise RequestError(f"points[{i}] must be [x1, x2, label] or [x1, x2, label, u]", field=f"points[{i}]")
         if width is None:
             width = len(p)
         elif len(p) != width:
-            raise RequestError(f"points[{i}] has {len(p)} fields, points[0] has {width}",
-                               field=f"points[{i}]")
+            raise RequestError(f"points[{i}] has {len(p)} fields, points[0] has {width}", field=f"points[{i}]")
         for j in (0, 1):
             X[i, j] = _real(p[j], f"points[{i}][{j}]", -bound, bound)
         lab = p[2]
         if isinstance(lab, bool) or not isinstance(lab, (int, float)) or lab not in known:
-            raise RequestError(f"points[{i}] has label {json.dumps(lab)[:20]}; known classes are "
-                               f"{', '.join(map(str, CLASS_LABELS))}", field=f"points[{i}][2]")
+            raise RequestError(
+                f"points[{i}] has label {json.dumps(lab)[:20]}; known classes are {', '.join(map(str, CLASS_LABELS))}",
+                field=f"points[{i}][2]",
+            )
         labels[i] = int(lab)
         if width == 4:
             keys[i] = _real(p[3], f"points[{i}][3]", 0.0, 1.0)
@@ -298,7 +319,7 @@ def parse_fit_request(body, limits=None):
     client = body.get("client", "default")
     if not isinstance(client, str) or not _CLIENT_RE.match(client):
         raise RequestError("client must be 1-64 letters, digits, '.', '_' or '-'", field="client")
-    seq = _real(body.get("seq", 0), "seq", 0, 2 ** 53, integer=True)
+    seq = _real(body.get("seq", 0), "seq", 0, 2**53, integer=True)
     X, labels, keys = _parse_points(body["points"], limits)
 
     params = body.get("params", {})
@@ -312,32 +333,36 @@ def parse_fit_request(body, limits=None):
     p["kernel"] = params.get("kernel", DEFAULTS["kernel"])
     for name, allowed in (("formulation", forms), ("solver", solvers), ("kernel", KERNELS)):
         if p[name] not in allowed:
-            raise RequestError(f"params.{name} must be one of {', '.join(allowed)}; got "
-                               f"{json.dumps(p[name])[:40]}", field=f"params.{name}")
+            raise RequestError(
+                f"params.{name} must be one of {', '.join(allowed)}; got {json.dumps(p[name])[:40]}",
+                field=f"params.{name}",
+            )
     if (p["formulation"], p["solver"]) not in valid:
         ok = sorted(s for f, s in valid if f == p["formulation"])
-        raise RequestError(f"solver {p['solver']!r} cannot solve formulation {p['formulation']!r}; "
-                           f"it can be solved by: {', '.join(ok) or 'none'}", field="params.solver")
+        raise RequestError(
+            f"solver {p['solver']!r} cannot solve formulation {p['formulation']!r}; "
+            f"it can be solved by: {', '.join(ok) or 'none'}",
+            field="params.solver",
+        )
     why = solver_availability().get(p["solver"])
     if why:
-        raise RequestError(f"solver {p['solver']!r} is not available on this server: {why}",
-                           field="params.solver")
+        raise RequestError(f"solver {p['solver']!r} is not available on this server: {why}", field="params.solver")
     p["C"] = _real(params.get("C", DEFAULTS["C"]), "params.C", *limits["C"])
     if "sigma" in params and "gamma" in params:
         raise RequestError("give params.sigma or params.gamma, not both", field="params.sigma")
-    if params.get("sigma") == "median":    # seed 002's gaussianKernel[fTr]: from the data
+    if params.get("sigma") == "median":  # seed 002's gaussianKernel[fTr]: from the data
         p["sigma"] = "median"
     elif "sigma" in params:
         p["sigma"] = _real(params["sigma"], "params.sigma", *limits["sigma"])
     if "gamma" in params:
         p["gamma"] = _real(params["gamma"], "params.gamma", *limits["gamma"])
-    p["degree"] = _real(params.get("degree", DEFAULTS["degree"]), "params.degree",
-                        *limits["degree"], integer=True)
+    p["degree"] = _real(params.get("degree", DEFAULTS["degree"]), "params.degree", *limits["degree"], integer=True)
     p["coef0"] = _real(params.get("coef0", DEFAULTS["coef0"]), "params.coef0", *limits["coef0"])
 
-    train_percent = _real(body.get("train_percent", DEFAULTS["train_percent"]), "train_percent",
-                          *limits["train_percent"])
-    seed = _real(body.get("seed", 0), "seed", 0, 2 ** 32 - 1, integer=True)
+    train_percent = _real(
+        body.get("train_percent", DEFAULTS["train_percent"]), "train_percent", *limits["train_percent"]
+    )
+    seed = _real(body.get("seed", 0), "seed", 0, 2**32 - 1, integer=True)
 
     grid = body.get("grid")
     if grid is not None:
@@ -358,6 +383,7 @@ def parse_fit_request(body, limits=None):
 
 
 # --------------------------------------------------------------------------- fitting
+
 
 class FitFailed(Exception):
     """The request was fine but no model comes out (words for the page)."""
@@ -386,7 +412,8 @@ def _split(req, min_per_class=0):
             return np.ones(n, dtype=bool), (
                 f"all {n} points train (no test points): a test share of {100 - req.train_percent:g}% is "
                 f"held out once every class has {min_per_class} points; class {_label(small)} has "
-                f"{counts.min()}")
+                f"{counts.min()}"
+            )
     if req.keys is not None:
         train = req.keys < share
     else:
@@ -408,8 +435,13 @@ def _linearly_separable(X, y):
 
     ypm = np.where(y == y[0], 1.0, -1.0)
     A = -ypm[:, None] * np.column_stack([X, np.ones(len(X))])
-    res = linprog(np.zeros(X.shape[1] + 1), A_ub=A, b_ub=-np.ones(len(X)),
-                  bounds=[(None, None)] * (X.shape[1] + 1), method="highs")
+    res = linprog(
+        np.zeros(X.shape[1] + 1),
+        A_ub=A,
+        b_ub=-np.ones(len(X)),
+        bounds=[(None, None)] * (X.shape[1] + 1),
+        method="highs",
+    )
     return res.status != 2
 
 
@@ -524,14 +556,16 @@ class Fitter:
     """Runs fits one at a time, skips or stops those a newer request superseded or whose
     client went away, and keeps each request (fit and pictures) inside its time limit."""
 
-    def __init__(self, time_limit=3.0, max_clients=1000, *, request_time_limit=None,
-                 min_class_for_test=None, min_grid=None):
+    def __init__(
+        self, time_limit=3.0, max_clients=1000, *, request_time_limit=None, min_class_for_test=None, min_grid=None
+    ):
         self.time_limit = float(time_limit)
         if request_time_limit is None:
             request_time_limit = max(LIMITS["request_time_limit"], self.time_limit + 2.0)
         self.request_time_limit = max(float(request_time_limit), self.time_limit)
-        self.min_class_for_test = int(LIMITS["min_class_for_test"] if min_class_for_test is None
-                                      else min_class_for_test)
+        self.min_class_for_test = int(
+            LIMITS["min_class_for_test"] if min_class_for_test is None else min_class_for_test
+        )
         self.min_grid = int(LIMITS["min_grid"] if min_grid is None else min_grid)
         self.lock = threading.Lock()
         self._latest = OrderedDict()
@@ -577,7 +611,7 @@ class Fitter:
                 raise Stale()
 
         check()
-        while not self.lock.acquire(timeout=0.05):   # waiting: leave as soon as nobody wants it
+        while not self.lock.acquire(timeout=0.05):  # waiting: leave as soon as nobody wants it
             check()
         try:
             check()
@@ -597,18 +631,21 @@ class Fitter:
         if present.size < 2:
             if present.size == 0:
                 raise FitFailed("the training set is empty: raise the training share")
-            raise FitFailed(f"the training set has only class {_label(present[0])}: add points of "
-                            "another class or raise the training share")
+            raise FitFailed(
+                f"the training set has only class {_label(present[0])}: add points of "
+                "another class or raise the training share"
+            )
         p = req.params
         if p["formulation"] == "hard" and p["kernel"] == "linear":
-            pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1:]]
+            pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1 :]]
             for a, b in pairs:
                 m = (ytr == a) | (ytr == b)
                 if not _linearly_separable(Xtr[m], ytr[m]):
                     raise FitFailed(
                         f"hard margin: the training points of classes {_label(a)} and {_label(b)} are not "
                         "linearly separable, so no hard-margin solution exists; choose a soft "
-                        "margin (l1 or l2), another kernel, or move the points")
+                        "margin (l1 or l2), another kernel, or move the points"
+                    )
 
         deadline = min(t0 + self.time_limit, request_deadline)
         stop = {"reason": None}
@@ -625,8 +662,16 @@ class Fitter:
                 return False
             return True
 
-        kw = {"formulation": p["formulation"], "solver": p["solver"], "kernel": p["kernel"], "C": p["C"],
-              "degree": p["degree"], "coef0": p["coef0"], "callback": callback, "time_limit": self.time_limit}
+        kw = {
+            "formulation": p["formulation"],
+            "solver": p["solver"],
+            "kernel": p["kernel"],
+            "C": p["C"],
+            "degree": p["degree"],
+            "coef0": p["coef0"],
+            "callback": callback,
+            "time_limit": self.time_limit,
+        }
         if p["kernel"] == "rbf" and p.get("sigma") == "median":
             kw["gamma"] = "median"
         elif p["kernel"] == "rbf" and "sigma" in p:
@@ -660,8 +705,11 @@ class Fitter:
             if text not in messages:
                 messages.append(text)
         if stop["reason"] == "time":
-            messages.insert(0, f"the solver was stopped at the playground's time limit "
-                               f"({self.time_limit:g} s) before it converged; the picture shows where it got to")
+            messages.insert(
+                0,
+                f"the solver was stopped at the playground's time limit "
+                f"({self.time_limit:g} s) before it converged; the picture shows where it got to",
+            )
         converged = getattr(model, "fit_status_", 0) == 0 and stop["reason"] is None
 
         # ---- the model at the points (errors, support vectors, margins)
@@ -689,9 +737,11 @@ class Fitter:
             with np.errstate(invalid="ignore"):
                 on_margin = np.any(yf <= 1.0 + 1e-9, axis=1)
             support = train_idx[on_margin].tolist()
-            sv_rule = ("points with y·f ≤ 1 (on or inside the margin, margin violators included): "
-                       f"the {solver.replace('-', ' ')} solver works on the primal (w, b) and has no dual "
-                       "coefficients")
+            sv_rule = (
+                "points with y·f ≤ 1 (on or inside the margin, margin violators included): "
+                f"the {solver.replace('-', ' ')} solver works on the primal (w, b) and has no dual "
+                "coefficients"
+            )
         else:
             support = train_idx[np.asarray(model.support_, dtype=int)].tolist()
         w_norm = getattr(model, "w_norm_", None)
@@ -707,20 +757,31 @@ class Fitter:
                 f"hard margin: the training points are not separable with the {p['kernel']} "
                 f"kernel (the solver ended with {100 * train_error:.1f}% training "
                 "error), so no hard-margin solution exists; choose a soft margin (l1 or l2) or "
-                "a more flexible kernel")
+                "a more flexible kernel"
+            )
         obj = getattr(model, "objective_", None)
         n_iter = getattr(model, "n_iter_", None)
         numbers = {
-            "train_error": train_error, "test_error": test_error,
-            "margin": margin, "min_yf_margin": min_yf,
-            "margin_rule": ("ρ/‖w‖ (half-width of the band |f| < ρ)" if level not in (None, 1.0)
-                            else "1/‖w‖ (half-width of the band |f| < 1)"),
-            "n_sv": len(support), "sv_rule": sv_rule,
+            "train_error": train_error,
+            "test_error": test_error,
+            "margin": margin,
+            "min_yf_margin": min_yf,
+            "margin_rule": (
+                "ρ/‖w‖ (half-width of the band |f| < ρ)"
+                if level not in (None, 1.0)
+                else "1/‖w‖ (half-width of the band |f| < 1)"
+            ),
+            "n_sv": len(support),
+            "sv_rule": sv_rule,
             "loo_bound": len(support) / max(n_train, 1),
             "objective": None if obj is None else [float(v) for v in np.atleast_1d(obj)],
             "n_iter": None if n_iter is None else [int(v) for v in np.atleast_1d(n_iter)],
-            "fit_time": fit_time, "n_train": n_train, "n_test": int((~train).sum()),
-            "converged": bool(converged), "stopped": stop["reason"], "gamma": getattr(model, "_gamma", None),
+            "fit_time": fit_time,
+            "n_train": n_train,
+            "n_test": int((~train).sum()),
+            "converged": bool(converged),
+            "stopped": stop["reason"],
+            "gamma": getattr(model, "_gamma", None),
         }
 
         # ---- the picture: grid x support vectors x pairs must fit in what is left of the request
@@ -731,9 +792,8 @@ class Fitter:
             w = np.asarray(model.coef_, dtype=float)[0]
             b = float(np.ravel(model.intercept_)[0])
             per_point = 0.0
-        elif len(req.X) < 512:   # too few points to time: time a piece of the grid
-            piece = np.column_stack([np.linspace(grid["xmin"], grid["xmax"], 512),
-                                     np.full(512, grid["ymin"])])
+        elif len(req.X) < 512:  # too few points to time: time a piece of the grid
+            piece = np.column_stack([np.linspace(grid["xmin"], grid["xmax"], 512), np.full(512, grid["ymin"])])
             t_piece = time.perf_counter()
             self._evaluate(model, piece, request_deadline, check, f"the picture ({what})")
             per_point = max(per_point, (time.perf_counter() - t_piece) / 512)
@@ -749,10 +809,12 @@ class Fitter:
                     f"the model is fitted, but drawing it would take about {need_min:.1f} s even on a "
                     f"{grid['nx']}x{grid['ny']} grid ({what}), more than the {max(left, 0):.1f} s left of the "
                     f"playground's {self.request_time_limit:g} s per request; use fewer points, a larger σ "
-                    "or a larger C (fewer support vectors)")
+                    "or a larger C (fewer support vectors)"
+                )
             messages.append(
                 f"the picture uses a coarser {grid['nx']}x{grid['ny']} grid instead of {asked[0]}x{asked[1]} "
-                f"to answer within the playground's {self.request_time_limit:g} s per request ({what})")
+                f"to answer within the playground's {self.request_time_limit:g} s per request ({what})"
+            )
         gx = np.linspace(grid["xmin"], grid["xmax"], grid["nx"])
         gy = np.linspace(grid["ymin"], grid["ymax"], grid["ny"])
         xx, yy = np.meshgrid(gx, gy)
@@ -772,17 +834,19 @@ class Fitter:
             kind = "multiclass"
             borders = [_field_list(f) for f in _border_fields(gdec, k)]
         check()
-        payload = _clean({
-            "ok": True,
-            "seq": req.seq,
-            "classes": classes.tolist(),
-            "train": train.astype(int).tolist(),
-            "support": support,
-            "grid": {**grid, "kind": kind, "margin_level": level},
-            "numbers": numbers,
-            "warnings": messages,
-            "split_note": split_note,
-        })
+        payload = _clean(
+            {
+                "ok": True,
+                "seq": req.seq,
+                "classes": classes.tolist(),
+                "train": train.astype(int).tolist(),
+                "support": support,
+                "grid": {**grid, "kind": kind, "margin_level": level},
+                "numbers": numbers,
+                "warnings": messages,
+                "split_note": split_note,
+            }
+        )
         # the big lists are JSON-safe already (_finite_list)
         payload["grid"].update(values=values, borders=borders)
         payload["elapsed"] = time.perf_counter() - t0
@@ -797,8 +861,9 @@ class Fitter:
                 raise FitFailed(
                     f"the model is fitted, but evaluating it at {what} went past the playground's "
                     f"{self.request_time_limit:g} s per request; use fewer points, a larger σ or a larger C "
-                    "(fewer support vectors)")
-            out[s:s + chunk] = _ovo_values(model, Z[s:s + chunk])
+                    "(fewer support vectors)"
+                )
+            out[s : s + chunk] = _ovo_values(model, Z[s : s + chunk])
         return out
 
 
@@ -807,11 +872,12 @@ def _describe_failure(exc, params):
     text = _ANSI.sub("", str(exc)).strip() or type(exc).__name__
     if len(text) > 600:
         text = text[:600].rstrip() + " …"
-    if type(exc).__name__ == "NotSeparableError" or params["formulation"] == "hard" and \
-            "separab" in text.lower():
-        return (f"hard margin: {text}. No hard-margin solution exists for these training points "
-                f"with the {params['kernel']} kernel; choose a soft margin (l1 or l2), a more "
-                "flexible kernel, or move the points")
+    if type(exc).__name__ == "NotSeparableError" or params["formulation"] == "hard" and "separab" in text.lower():
+        return (
+            f"hard margin: {text}. No hard-margin solution exists for these training points "
+            f"with the {params['kernel']} kernel; choose a soft margin (l1 or l2), a more "
+            "flexible kernel, or move the points"
+        )
     if isinstance(exc, ImportError):
         return f"the {params['solver']!r} solver needs a package that is not installed: {text}"
     if isinstance(exc, (ValueError, TypeError, NotImplementedError)):
@@ -823,8 +889,7 @@ def _default_grid(X, n=DEFAULTS["grid"]):
     lo, hi = X.min(axis=0), X.max(axis=0)
     pad = np.where(hi > lo, 0.1 * (hi - lo), 1.0)
     lo, hi = lo - pad, hi + pad
-    return {"xmin": float(lo[0]), "xmax": float(hi[0]), "ymin": float(lo[1]),
-            "ymax": float(hi[1]), "nx": n, "ny": n}
+    return {"xmin": float(lo[0]), "xmax": float(hi[0]), "ymin": float(lo[1]), "ymax": float(hi[1]), "nx": n, "ny": n}
 
 
 def _warm_up():
@@ -845,25 +910,27 @@ def _warm_up():
 
 # --------------------------------------------------------------------------- the app
 
+
 def options_payload(limits):
     forms, solvers, valid = _formulation_lists()
-    return _clean({
-        "formulations": list(forms),
-        "solvers": list(solvers),
-        "valid": sorted([list(v) for v in valid]),
-        "kernels": list(KERNELS),
-        "no_C": [f for f in forms if f in NO_C],
-        "linear_only": [s for s in _linear_only() if s in solvers],
-        # solvers that cannot run here, with the reason (the page disables them)
-        "unavailable": {s: why for s, why in solver_availability().items() if s in solvers},
-        "classes": list(CLASS_LABELS),
-        "limits": {k: (list(v) if isinstance(v, tuple) else v) for k, v in limits.items()},
-        "defaults": DEFAULTS,
-    })
+    return _clean(
+        {
+            "formulations": list(forms),
+            "solvers": list(solvers),
+            "valid": sorted([list(v) for v in valid]),
+            "kernels": list(KERNELS),
+            "no_C": [f for f in forms if f in NO_C],
+            "linear_only": [s for s in _linear_only() if s in solvers],
+            # solvers that cannot run here, with the reason (the page disables them)
+            "unavailable": {s: why for s, why in solver_availability().items() if s in solvers},
+            "classes": list(CLASS_LABELS),
+            "limits": {k: (list(v) if isinstance(v, tuple) else v) for k, v in limits.items()},
+            "defaults": DEFAULTS,
+        }
+    )
 
 
-def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", "[::1]"),
-               **limits):
+def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", "[::1]"), **limits):
     """The playground as a Starlette application.
 
     ``limits`` override entries of :data:`LIMITS` (``max_points``,
@@ -884,26 +951,33 @@ def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", 
     if unknown:
         raise TypeError(f"unknown limits: {', '.join(sorted(unknown))}")
     limits = {**LIMITS, **limits}
-    fitter = Fitter(limits["fit_time_limit"], request_time_limit=limits["request_time_limit"],
-                    min_class_for_test=limits["min_class_for_test"], min_grid=limits["min_grid"])
+    fitter = Fitter(
+        limits["fit_time_limit"],
+        request_time_limit=limits["request_time_limit"],
+        min_class_for_test=limits["min_class_for_test"],
+        min_grid=limits["min_grid"],
+    )
     pool = {}  # the thread pool, made at start-up (or at the first fit) and shut at the end
 
     def executor():
         if "executor" not in pool:
             pool["executor"] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="maxmargin-fit")
         return pool["executor"]
+
     no_cache = {"Cache-Control": "no-cache"}
 
     def error(exc):
-        return JSONResponse({"ok": False, "error": str(exc), "field": exc.field},
-                            status_code=exc.status)
+        return JSONResponse({"ok": False, "error": str(exc), "field": exc.field}, status_code=exc.status)
 
     async def index(request):
-        return FileResponse(STATIC_DIR / "index.html", headers={
-            **no_cache,
-            "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
-                                       "style-src 'self'; object-src 'none'",
-        })
+        return FileResponse(
+            STATIC_DIR / "index.html",
+            headers={
+                **no_cache,
+                "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
+                "style-src 'self'; object-src 'none'",
+            },
+        )
 
     async def options(request):
         return JSONResponse(options_payload(limits), headers=no_cache)
@@ -929,25 +1003,27 @@ def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", 
         return parse_fit_request(body, limits)
 
     def stale(req):
-        return JSONResponse({"ok": False, "stale": True, "seq": req.seq,
-                             "error": f"superseded by request {fitter.newest(req.client)}"},
-                            status_code=409)
+        return JSONResponse(
+            {"ok": False, "stale": True, "seq": req.seq, "error": f"superseded by request {fitter.newest(req.client)}"},
+            status_code=409,
+        )
 
     async def fit(request):
         try:
             req = await read_fit_request(request)
         except RequestError as exc:
             return error(exc)
-        except ClientDisconnect:   # the page went away mid-upload (reload, closed tab): nothing to answer
-            return JSONResponse({"ok": False, "error": "the client disconnected while sending the request"},
-                                status_code=400)
+        except ClientDisconnect:  # the page went away mid-upload (reload, closed tab): nothing to answer
+            return JSONResponse(
+                {"ok": False, "error": "the client disconnected while sending the request"}, status_code=400
+            )
         if not fitter.register(req.client, req.seq):
             return stale(req)
         loop = asyncio.get_running_loop()
         cancel = threading.Event()
         job = loop.run_in_executor(executor(), fitter.run, req, cancel)
         try:
-            while True:   # wait for the fit; stop it when the client goes away
+            while True:  # wait for the fit; stop it when the client goes away
                 done, _ = await asyncio.wait({job}, timeout=0.1)
                 if done:
                     break
@@ -957,8 +1033,9 @@ def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", 
         except Stale:
             return stale(req)
         except Cancelled:
-            return JSONResponse({"ok": False, "seq": req.seq,
-                                 "error": "the client disconnected; its fit was stopped"}, status_code=400)
+            return JSONResponse(
+                {"ok": False, "seq": req.seq, "error": "the client disconnected; its fit was stopped"}, status_code=400
+            )
         except FitFailed as exc:
             return JSONResponse({"ok": False, "seq": req.seq, "error": str(exc)})
         return JSONResponse(payload)
@@ -974,27 +1051,38 @@ def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", 
 
     def guarded(handler):
         """Any failure the handler did not foresee becomes a JSON 500 in words, never a traceback."""
+
         async def run(request):
             try:
                 return await handler(request)
             except Exception as exc:  # noqa: BLE001 - a bug: say so in words and log one line
                 return internal_error(request, exc)
+
         return run
 
     def internal_error(request, exc):
         text = _ANSI.sub("", str(exc)).strip()[:300]
-        _log.error("playground: %s %s failed: %s: %s", request.method, request.url.path,
-                   type(exc).__name__, text)
-        return JSONResponse({"ok": False, "error": f"the playground server failed on {request.url.path} "
-                             f"({type(exc).__name__}: {text or 'no message'}); this is a bug in maxmargin, "
-                             "please report it with the points and settings that caused it"},
-                            status_code=500)
+        _log.error("playground: %s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, text)
+        return JSONResponse(
+            {
+                "ok": False,
+                "error": f"the playground server failed on {request.url.path} "
+                f"({type(exc).__name__}: {text or 'no message'}); this is a bug in maxmargin, "
+                "please report it with the points and settings that caused it",
+            },
+            status_code=500,
+        )
 
-    async def http_error(request, exc):   # 404, 405, ... as JSON in words
+    async def http_error(request, exc):  # 404, 405, ... as JSON in words
         words = {404: "no such page or file", 405: f"{request.method} is not allowed here"}
-        return JSONResponse({"ok": False, "error": f"{request.url.path}: "
-                             f"{words.get(exc.status_code, exc.detail)} (HTTP {exc.status_code})"},
-                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            {
+                "ok": False,
+                "error": f"{request.url.path}: {words.get(exc.status_code, exc.detail)} (HTTP {exc.status_code})",
+            },
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
 
     routes = [
         Route("/", guarded(index)),
@@ -1003,9 +1091,12 @@ def create_app(*, warm_up=True, allowed_hosts=("127.0.0.1", "localhost", "::1", 
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPException: http_error,
-                                        Exception: lambda request, exc: internal_error(request, exc)})
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_error, Exception: lambda request, exc: internal_error(request, exc)},
+    )
     app.state.limits = limits
     app.state.fitter = fitter
     return app
@@ -1017,6 +1108,7 @@ def _reject_constant(name):
 
 # --------------------------------------------------------------------------- serving
 
+
 def _loopback(host):
     """The address to bind for ``host``; refuses anything but loopback."""
     if host == "localhost":
@@ -1024,11 +1116,15 @@ def _loopback(host):
     try:
         addr = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        raise ValueError(f"the playground binds to loopback only; {host!r} is not a loopback "
-                         "address (use 127.0.0.1, ::1 or localhost)") from None
+        raise ValueError(
+            f"the playground binds to loopback only; {host!r} is not a loopback "
+            "address (use 127.0.0.1, ::1 or localhost)"
+        ) from None
     if not addr.is_loopback:
-        raise ValueError(f"the playground binds to loopback only; {host!r} is not a loopback "
-                         "address (use 127.0.0.1, ::1 or localhost)")
+        raise ValueError(
+            f"the playground binds to loopback only; {host!r} is not a loopback "
+            "address (use 127.0.0.1, ::1 or localhost)"
+        )
     return str(addr)
 
 
@@ -1054,8 +1150,7 @@ def _url(sock):
 def _server(app_options, log_level):
     import uvicorn
 
-    config = uvicorn.Config(create_app(**app_options), log_level=log_level, lifespan="on",
-                            access_log=False)
+    config = uvicorn.Config(create_app(**app_options), log_level=log_level, lifespan="on", access_log=False)
     return uvicorn.Server(config)
 
 
@@ -1072,11 +1167,13 @@ def serve(host="127.0.0.1", port=0, open_browser=True, *, log_level="warning", *
     server = _server(app_options, log_level)
     print(f"maxmargin playground: {url}  (Ctrl+C to stop)", flush=True)
     if open_browser:
+
         def _open():
             while not server.started and not server.should_exit:
                 time.sleep(0.05)
             if server.started:
                 webbrowser.open(url)
+
         threading.Thread(target=_open, daemon=True).start()
     try:
         server.run(sockets=[sock])
@@ -1111,8 +1208,7 @@ def run_in_thread(host="127.0.0.1", port=0, *, log_level="warning", timeout=30, 
     bind_host = _loopback(host)
     sock = _bind(bind_host, port)
     server = _server(app_options, log_level)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
-                              name="maxmargin-playground")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="maxmargin-playground")
     thread.start()
     t_end = time.monotonic() + timeout
     while not server.started:

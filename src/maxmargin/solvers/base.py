@@ -5,6 +5,7 @@ a :class:`maxmargin.problem.DualProblem` (or, for the simplex and primal solvers
 the problem object their module documents); the returned :class:`Solution` holds
 the dual variables and everything an estimator needs to build a model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -31,17 +31,17 @@ but each *round* works on a working set :math:`B` of :math:`q` variables
 The kernel-block work is behind :class:`KernelRows`, so another array backend
 can take its place.
 """
+
 from __future__ import annotations
 
 import os
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
-from .._jit import parallel, parallel_and_serial
+from .._jit import parallel_and_serial
 from ..kernels.engine import CHUNK, PARALLEL_MIN_WORK, KernelRows
 from .base import Solution
 from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
@@ -336,7 +336,7 @@ def _violators_nu(act, y, G, alpha, U):
     up = np.zeros(m, dtype=np.bool_)
     low = np.zeros(m, dtype=np.bool_)
     gmax = np.array([-np.inf, -np.inf])  # per class (+1, -1): max over I_up of -y G
-    gmin = np.array([np.inf, np.inf])    # min over I_low of -y G
+    gmin = np.array([np.inf, np.inf])  # min over I_low of -y G
     for k in range(m):
         t = act[k]
         s = -y[t] * G[t]
@@ -405,9 +405,19 @@ def solve(problem, **options):
         return _solve(problem, **options)
 
 
-def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=None,
-           callback=None, time_limit=None, verbose=False, callback_info=None, shrinking=True,
-           inner_max_iter=None):
+def _solve(
+    problem,
+    tol=1e-3,
+    max_iter=-1,
+    cache_size=200.0,
+    working_set_size_=None,
+    callback=None,
+    time_limit=None,
+    verbose=False,
+    callback_info=None,
+    shrinking=True,
+    inner_max_iter=None,
+):
     nu = bool(problem.nu_constraints)
     if nu:
         # the nu-variant runs without shrinking: LIBSVM's per-class shrinking rule is
@@ -428,13 +438,13 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
     q = int(max(2, min(q, n_var)))
     inner_max = inner_max_iter or 10 * q
 
-    KB = np.empty((q, n_data))           # kernel rows of the working set, one slot each
-    KS = np.empty((q, q))                # kernel among the members, by slot (Q_BB without y)
+    KB = np.empty((q, n_data))  # kernel rows of the working set, one slot each
+    KS = np.empty((q, q))  # kernel among the members, by slot (Q_BB without y)
     ks_member = np.full(q, -1, dtype=np.int64)  # the member each slot had when KS was filled
     ws = np.full(q, -1, dtype=np.int64)  # variable in each slot (-1: empty)
     slot_data = np.full(q, -1, dtype=np.int64)  # data row whose kernel row the slot holds
     in_ws = np.zeros(n_var, dtype=bool)
-    age = np.zeros(q, dtype=np.int64)    # round at which each slot was filled
+    age = np.zeros(q, dtype=np.int64)  # round at which each slot was filled
 
     # active set: the variables the rounds look at; colpos maps data rows to columns of KB
     act = np.arange(n_var, dtype=np.int64)
@@ -515,8 +525,7 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
             gmax1 = gmax2 = 0.0
         else:
             score, up, low, viol, gmax1, gmax2 = _violators(act, y, G, alpha, U)
-        if viol < tol or (UNSHRINK_EARLY and shrinking and not unshrunk and act.size < n_var
-                          and viol <= 10 * tol):
+        if viol < tol or (UNSHRINK_EARLY and shrinking and not unshrunk and act.size < n_var and viol <= 10 * tol):
             if act.size < n_var:
                 # optimal on the active set (or close): rebuild the rest and look at everything
                 mask = np.zeros(n_var, dtype=bool)
@@ -632,11 +641,19 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
         if now - last_report >= 0.2 or verbose:
             last_report = now
             if verbose:
-                print(f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} active {act.size} q {q} "
-                      f"{now - t0:.1f}s")
+                print(
+                    f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} active {act.size} q {q} "
+                    f"{now - t0:.1f}s"
+                )
             if callback is not None:
-                info = {"iteration": n_iter, "objective": float(0.5 * alpha @ (G + p)), "violation": float(viol),
-                        "tol": float(tol), "elapsed": now - t0, "alpha_sum": float(alpha.sum())}
+                info = {
+                    "iteration": n_iter,
+                    "objective": float(0.5 * alpha @ (G + p)),
+                    "violation": float(viol),
+                    "tol": float(tol),
+                    "elapsed": now - t0,
+                    "alpha_sum": float(alpha.sum()),
+                }
                 if callback_info:
                     info.update(callback_info)
                 if callback(info) is False:
@@ -658,6 +675,14 @@ def _solve(problem, tol=1e-3, max_iter=-1, cache_size=200.0, working_set_size_=N
     objective = float(0.5 * alpha @ (G + p))
     if verbose:
         print(f"[batched] {status}: rounds {rounds}, iter {n_iter}, violation {viol:.3e}, objective {objective:.6g}")
-    return Solution(alpha=alpha, rho=rho, objective=objective, n_iter=n_iter, violation=float(viol),
-                    converged=status == "converged", grad=G, status=status,
-                    extra={**extra, "rounds": rounds, "working_set_size": q, **stats})
+    return Solution(
+        alpha=alpha,
+        rho=rho,
+        objective=objective,
+        n_iter=n_iter,
+        violation=float(viol),
+        converged=status == "converged",
+        grad=G,
+        status=status,
+        extra={**extra, "rounds": rounds, "working_set_size": q, **stats},
+    )

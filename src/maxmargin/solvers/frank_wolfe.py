@@ -61,6 +61,7 @@ kernel diagonal.  The O(n) per-iteration loops are compiled with Numba.  After
 the loop the gradient is recomputed exactly from the support (in row blocks) so
 that the reported gap is not affected by rounding drift.
 """
+
 from __future__ import annotations
 
 import time
@@ -71,9 +72,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .base import Solution
 from ..kernels.formulas import FORMULA_CODES, RBF, transform_rows
 from ..kernels.objects import LinearKernel, PolynomialKernel, RBFKernel, SigmoidKernel
+from .base import Solution
 
 #: kernels whose rows come from the shared formula (a user subclass may override its block)
 BUILTIN = (LinearKernel, PolynomialKernel, RBFKernel, SigmoidKernel)
@@ -139,7 +140,7 @@ class SimplexProblem:
             sq = getattr(self, "_sq", None)
             if sq is None:
                 sq = self._sq = np.einsum("ij,ij->i", Xr, Xr)
-            return transform_rows(d, code, self.kernel.params, sq[i:i + 1], sq)[0]
+            return transform_rows(d, code, self.kernel.params, sq[i : i + 1], sq)[0]
         return np.ascontiguousarray(self.kernel.rows(Xr, np.array([i], dtype=np.int64))[0], dtype=np.float64)
 
     def h_times(self, v, support=None) -> np.ndarray:
@@ -291,8 +292,19 @@ def _single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def solve(problem: SimplexProblem, step="2/(t+2)", tol=1e-3, max_iter=None, start=None, cache_size=200.0,
-          callback=None, time_limit=None, verbose=False, callback_info=None, chunk=1000):
+def solve(
+    problem: SimplexProblem,
+    step="2/(t+2)",
+    tol=1e-3,
+    max_iter=None,
+    start=None,
+    cache_size=200.0,
+    callback=None,
+    time_limit=None,
+    verbose=False,
+    callback_info=None,
+    chunk=1000,
+):
     """Minimise ``1/2 mu'H mu`` over the unit simplex by Frank-Wolfe.
 
     Parameters
@@ -319,8 +331,9 @@ def solve(problem: SimplexProblem, step="2/(t+2)", tol=1e-3, max_iter=None, star
         Seconds after which the solver stops (status ``'time_limit'``).
     """
     with _single_threaded_blas():
-        return _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit, verbose,
-                      callback_info, chunk)
+        return _solve(
+            problem, step, tol, max_iter, start, cache_size, callback, time_limit, verbose, callback_info, chunk
+        )
 
 
 def _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit, verbose, callback_info, chunk):
@@ -410,9 +423,13 @@ def _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit
         if verbose:
             print(f"[frank-wolfe {step}] iter {t}  gap {gap:.3e}  objective {0.5 * gmu:.6g}  {elapsed:.1f}s")
         if callback is not None:
-            info = {"iteration": t, "objective": float(0.5 * gmu), "violation": float(gap / (0.5 * gmu)),
-                    "tol": float(tol),
-                    "elapsed": elapsed}
+            info = {
+                "iteration": t,
+                "objective": float(0.5 * gmu),
+                "violation": float(gap / (0.5 * gmu)),
+                "tol": float(tol),
+                "elapsed": elapsed,
+            }
             if callback_info:
                 info.update(callback_info)
             if callback(info) is False:
@@ -427,8 +444,10 @@ def _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit
         gap = gmu - g[i]
     objective = float(0.5 * (mu @ g))
     if verbose:
-        print(f"[frank-wolfe {step}] {status}: iter {t}, gap {gap:.3e}, objective {objective:.8g}, "
-              f"support {np.count_nonzero(mu)}")
+        print(
+            f"[frank-wolfe {step}] {status}: iter {t}, gap {gap:.3e}, objective {objective:.8g}, "
+            f"support {np.count_nonzero(mu)}"
+        )
     return Solution(
         alpha=mu,
         rho=problem.rho(mu),
@@ -439,6 +458,11 @@ def _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit
         grad=g,
         gap=float(gap),
         status=status,
-        extra={"step": step, "start": start, "cache_hits": cache.hits, "cache_misses": cache.misses,
-               "drop_steps": int(n_drop)},
+        extra={
+            "step": step,
+            "start": start,
+            "cache_hits": cache.hits,
+            "cache_misses": cache.misses,
+            "drop_steps": int(n_drop),
+        },
     )

@@ -67,15 +67,16 @@ def _violation(y, G, alpha, U):
 
 
 @njit(cache=True, nogil=True)
-def _class_blocks(c0, c1, cstart, order, mode, code, gamma, coef0, degree, X, data, indices, indptr, sq,
-                  n_features, doff, diag):
+def _class_blocks(
+    c0, c1, cstart, order, mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, doff, diag
+):
     """The diagonal blocks K(X_c, X_c) of classes c0..c1-1 into ``diag`` (flat, at ``doff[c]``)."""
     for c in range(c0, c1):
-        r = order[cstart[c]:cstart[c + 1]]
+        r = order[cstart[c] : cstart[c + 1]]
         m = r.shape[0]
         if doff[c + 1] - doff[c] != m * m:
             continue  # a class no requested pair needs
-        out = diag[doff[c]:doff[c] + m * m].reshape((m, m))
+        out = diag[doff[c] : doff[c] + m * m].reshape((m, m))
         if mode == SPARSE:
             cptr, crow, cval = columns_of(data, indices, indptr, n_features, r)
             sqc = np.empty(m)
@@ -228,8 +229,35 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
 
 
 @njit(cache=True, nogil=True)
-def _solve_pairs(p0, p1, pa, pb, cstart, order, C, mode, code, gamma, coef0, degree, X, data, indices, indptr,
-                 sq, n_features, doff, diag, tol, max_iter, shrinking, aoff, alpha_out, G_out, res):
+def _solve_pairs(
+    p0,
+    p1,
+    pa,
+    pb,
+    cstart,
+    order,
+    C,
+    mode,
+    code,
+    gamma,
+    coef0,
+    degree,
+    X,
+    data,
+    indices,
+    indptr,
+    sq,
+    n_features,
+    doff,
+    diag,
+    tol,
+    max_iter,
+    shrinking,
+    aoff,
+    alpha_out,
+    G_out,
+    res,
+):
     """Pairs p0..p1-1: the off-diagonal class block, SMO, offset and objective.
 
     ``res[p] = (rho, objective, iterations, violation)``; the multipliers and the
@@ -243,13 +271,13 @@ def _solve_pairs(p0, p1, pa, pb, cstart, order, C, mode, code, gamma, coef0, deg
     for p in range(p0, p1):
         a = pa[p]
         b = pb[p]
-        ra = order[cstart[a]:cstart[a + 1]]
-        rb = order[cstart[b]:cstart[b + 1]]
+        ra = order[cstart[a] : cstart[a + 1]]
+        rb = order[cstart[b] : cstart[b + 1]]
         na = ra.shape[0]
         nb = rb.shape[0]
         n = na + nb
-        Da = diag[doff[a]:doff[a] + na * na].reshape((na, na))
-        Db = diag[doff[b]:doff[b] + nb * nb].reshape((nb, nb))
+        Da = diag[doff[a] : doff[a] + na * na].reshape((na, na))
+        Db = diag[doff[b] : doff[b] + nb * nb].reshape((nb, nb))
         if mode == SPARSE:
             # class a as columns, built once for the consecutive pairs (a, .) of the batch
             if a != cur:
@@ -277,8 +305,8 @@ def _solve_pairs(p0, p1, pa, pb, cstart, order, C, mode, code, gamma, coef0, deg
         for i in range(n):
             obj += alpha[i] * (G[i] - 1.0)
         o = aoff[p]
-        alpha_out[o:o + n] = alpha
-        G_out[o:o + n] = G
+        alpha_out[o : o + n] = alpha
+        G_out[o : o + n] = G
         res[p, 0] = compute_rho(y, G, alpha, U)
         res[p, 1] = 0.5 * obj
         res[p, 2] = it
@@ -380,21 +408,37 @@ def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, work
         _class_blocks(c0, c1, cstart, order, *bd, doff, diag)
 
     def some_pairs(p0, p1):
-        _solve_pairs(p0, p1, pa, pb, cstart, order, C, *bd, doff, diag, float(tol), limit, bool(shrinking), aoff, alpha,
-                     grad, res)
+        _solve_pairs(
+            p0,
+            p1,
+            pa,
+            pb,
+            cstart,
+            order,
+            C,
+            *bd,
+            doff,
+            diag,
+            float(tol),
+            limit,
+            bool(shrinking),
+            aoff,
+            alpha,
+            grad,
+            res,
+        )
         done[p0:p1] = True
 
     with one_blas_thread():
         why = _run_batches(classes, _batches(list(sizes_sq), BATCH_ENTRIES), workers, stop)
         if why is None:
-            why = _run_batches(some_pairs, _batches(list(n_pair.astype(np.int64) ** 2), BATCH_ENTRIES),
-                               workers, stop)
-    rows = [np.concatenate([order[cstart[a]:cstart[a + 1]], order[cstart[b]:cstart[b + 1]]]) for a, b in pairs]
+            why = _run_batches(some_pairs, _batches(list(n_pair.astype(np.int64) ** 2), BATCH_ENTRIES), workers, stop)
+    rows = [np.concatenate([order[cstart[a] : cstart[a + 1]], order[cstart[b] : cstart[b + 1]]]) for a, b in pairs]
     return {
         "rows": rows,
         "n_first": counts[pa],
-        "alpha": [alpha[aoff[p]:aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
-        "grad": [grad[aoff[p]:aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
+        "alpha": [alpha[aoff[p] : aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
+        "grad": [grad[aoff[p] : aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
         "rho": res[:, 0],
         "objective": res[:, 1],
         "n_iter": res[:, 2],

@@ -32,6 +32,7 @@ Only an explicit feature space works here: the linear kernel.  The number of
 rows is limited to :data:`MAX_PRIMAL_ROWS` (the constraint matrix is sparse,
 so this is far more than the dual QP allows).
 """
+
 from __future__ import annotations
 
 import time
@@ -107,19 +108,29 @@ def check_primal_size(X, max_n=MAX_PRIMAL_ROWS, max_nnz=MAX_PRIMAL_NNZ):
     nnz = X.nnz if sp.issparse(X) else X.shape[0] * X.shape[1]
     if max_n is not None and n > max_n:
         raise QPTooLargeError(
-            n, max_n,
+            n,
+            max_n,
             f"solver='primal-qp' accepts at most {max_n} training rows; this problem has {n}. "
-            "Use solver='smo' or 'subgradient', or pass max_n=None to try anyway"
+            "Use solver='smo' or 'subgradient', or pass max_n=None to try anyway",
         )
     if max_nnz is not None and nnz > max_nnz:
         raise QPTooLargeError(
-            nnz, max_nnz,
-            f"solver='primal-qp' accepts a data matrix with at most {max_nnz} non-zeros; this one has {nnz}"
+            nnz,
+            max_nnz,
+            f"solver='primal-qp' accepts a data matrix with at most {max_nnz} non-zeros; this one has {nnz}",
         )
 
 
-def solve(problem: PrimalProblem, *, backend=None, max_n=MAX_PRIMAL_ROWS, sv_threshold=1e-8, verbose=False,
-          time_limit=None, **ignored):
+def solve(
+    problem: PrimalProblem,
+    *,
+    backend=None,
+    max_n=MAX_PRIMAL_ROWS,
+    sv_threshold=1e-8,
+    verbose=False,
+    time_limit=None,
+    **ignored,
+):
     """Solve the primal QP of ``problem.formulation`` (see the module docstring).
 
     Raises :class:`maxmargin.solvers.qp.QPInfeasibleError` for ``'hard'`` on
@@ -173,13 +184,14 @@ def solve(problem: PrimalProblem, *, backend=None, max_n=MAX_PRIMAL_ROWS, sv_thr
     if lb is not None:
         G = sp.vstack([G, sp.hstack([sp.csr_matrix((n, d + 1)), -eye_n])])
         h = np.r_[h, np.zeros(n)]
-    x, _, z, info = run_qp(sp.csc_matrix(P), q, sp.csc_matrix(G), h, backend=backend, verbose=verbose,
-                           time_limit=time_limit)
+    x, _, z, info = run_qp(
+        sp.csc_matrix(P), q, sp.csc_matrix(G), h, backend=backend, verbose=verbose, time_limit=time_limit
+    )
     w = x[:d].copy()
     if form == "l2-simplex":
         beta, rho_m = float(x[d]), float(x[d + 1])
         intercept = -beta
-        xi = x[d + 2:].copy()
+        xi = x[d + 2 :].copy()
         primal = 0.5 * (w @ w + beta**2 + float(C @ (xi * xi))) - rho_m
         alpha = np.maximum(z[:n], 0.0)
         if alpha.sum() > 0:
@@ -188,7 +200,7 @@ def solve(problem: PrimalProblem, *, backend=None, max_n=MAX_PRIMAL_ROWS, sv_thr
         info["rho_m"] = rho_m
     else:
         intercept = float(x[d])
-        xi = x[d + 1:].copy() if form != "hard" else np.zeros(n)
+        xi = x[d + 1 :].copy() if form != "hard" else np.zeros(n)
         m = y * problem.scores(w, intercept)
         if form == "hard":
             primal = 0.5 * float(w @ w)

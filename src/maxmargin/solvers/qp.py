@@ -56,6 +56,7 @@ separates) raises :class:`QPUnboundedError`; an infeasible one
 :class:`QPInfeasibleError`; any other failure of every backend
 :class:`QPError`.
 """
+
 from __future__ import annotations
 
 import time
@@ -96,10 +97,12 @@ class QPTooLargeError(ValueError):
 
 def check_size(n_var, max_n=MAX_QP_VARIABLES, what="dual variables"):
     if max_n is not None and n_var > max_n:
-        raise QPTooLargeError(n_var, max_n,
+        raise QPTooLargeError(
+            n_var,
+            max_n,
             f"solver='qp' forms the whole {n_var} x {n_var} matrix of the dual ({8 * n_var**2 / 2**20:.0f} MB) "
             f"and accepts at most {max_n} {what}; this problem has {n_var}. Use solver='smo' "
-            "(or 'frank-wolfe' for l2-simplex), or pass max_n=None to try anyway"
+            "(or 'frank-wolfe' for l2-simplex), or pass max_n=None to try anyway",
         )
 
 
@@ -221,8 +224,16 @@ def max_violation(y, G, alpha, upper):
     return float(max(0.0, v[up].max() - v[low].min()))
 
 
-def solve(problem, *, backend=None, max_n=MAX_QP_VARIABLES, sv_threshold=SV_THRESHOLD, verbose=False,
-          time_limit=None, **ignored):
+def solve(
+    problem,
+    *,
+    backend=None,
+    max_n=MAX_QP_VARIABLES,
+    sv_threshold=SV_THRESHOLD,
+    verbose=False,
+    time_limit=None,
+    **ignored,
+):
     """Solve a :class:`~maxmargin.problem.DualProblem` or a
     :class:`~maxmargin.solvers.frank_wolfe.SimplexProblem` with a QP library.
 
@@ -275,8 +286,9 @@ def solve(problem, *, backend=None, max_n=MAX_QP_VARIABLES, sv_threshold=SV_THRE
         idx = np.flatnonzero(fin)
         G_in = sp.csc_matrix((np.ones(idx.size), (np.arange(idx.size), idx)), shape=(idx.size, n))
         h_in = upper[idx]
-    x, y_eq, _, info = run_qp(sp.csc_matrix(Q), p, G_in, h_in, A, b, lb, ub, backend=backend, verbose=verbose,
-                              time_limit=time_limit)
+    x, y_eq, _, info = run_qp(
+        sp.csc_matrix(Q), p, G_in, h_in, A, b, lb, ub, backend=backend, verbose=verbose, time_limit=time_limit
+    )
     if isinstance(problem, SimplexProblem):
         mu = np.maximum(x, 0.0)
         scale = float(mu.max(initial=0.0))

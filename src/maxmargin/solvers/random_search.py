@@ -32,6 +32,7 @@ points, then local improvement):
 Everything is vectorised: one round costs one product of the data with a
 ``(d + 1) x batch`` matrix.  Deterministic for a given ``random_state``.
 """
+
 from __future__ import annotations
 
 import time
@@ -46,12 +47,24 @@ def _objectives(problem, W, B):
     """Objective of eq. (11) (scaled) for the columns of W (d, m) and biases B (m,)."""
     S = np.asarray(problem.X @ W)  # (n, m)
     S += B[None, :]
-    errors = (problem.y[:, None] * S < 0)
+    errors = problem.y[:, None] * S < 0
     return 0.5 * np.einsum("ij,ij->j", W, W) + problem.C @ errors, errors.sum(axis=0)
 
 
-def solve(problem: PrimalProblem, *, n_candidates=2000, n_starts=5, n_local=200, batch=64, random_state=0,
-          callback=None, time_limit=None, verbose=False, callback_info=None, **ignored):
+def solve(
+    problem: PrimalProblem,
+    *,
+    n_candidates=2000,
+    n_starts=5,
+    n_local=200,
+    batch=64,
+    random_state=0,
+    callback=None,
+    time_limit=None,
+    verbose=False,
+    callback_info=None,
+    **ignored,
+):
     """Random search for eq. (11); see the module docstring.  Options of the
     other solvers (``tol``, ``max_iter``, ...) are accepted and ignored."""
     if problem.formulation != "zero-one":
@@ -104,8 +117,7 @@ def solve(problem: PrimalProblem, *, n_candidates=2000, n_starts=5, n_local=200,
             best = (v, w, b)
         elapsed = time.perf_counter() - t0
         if callback is not None:
-            info = {"iteration": n_eval, "objective": float(best[0]), "violation": 0.0, "tol": 0.0,
-                    "elapsed": elapsed}
+            info = {"iteration": n_eval, "objective": float(best[0]), "violation": 0.0, "tol": 0.0, "elapsed": elapsed}
             if callback_info:
                 info.update(callback_info)
             if callback(info) is False:
@@ -129,8 +141,13 @@ def solve(problem: PrimalProblem, *, n_candidates=2000, n_starts=5, n_local=200,
         grad=None,
         gap=None,
         status=status,
-        extra={"primal_objective": float(v), "n_errors": n_err, "n_evaluations": int(n_eval),
-               "support": np.flatnonzero(scores <= 1.0), "time": time.perf_counter() - t0},
+        extra={
+            "primal_objective": float(v),
+            "n_errors": n_err,
+            "n_evaluations": int(n_eval),
+            "support": np.flatnonzero(scores <= 1.0),
+            "time": time.perf_counter() - t0,
+        },
         w=w,
         intercept=b,
     )

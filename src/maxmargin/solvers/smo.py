@@ -67,6 +67,7 @@ Around the loop (issue 4):
   kernel-row caches between runs on the same data (warm starts, the folds of the
   probability cross-validation).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -76,8 +77,17 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels.rowcache import _POOL, KernelRowPool, RowCache, _pool_key, get_row, kernel_data, kernel_diag, kernel_row_pool  # noqa: F401
 from .._threads import one_blas_thread
+from ..kernels.rowcache import (  # noqa: F401
+    _POOL,
+    KernelRowPool,
+    RowCache,
+    _pool_key,
+    get_row,
+    kernel_data,
+    kernel_diag,
+    kernel_row_pool,
+)
 from .base import Solution
 
 TAU = 1e-12
@@ -136,9 +146,35 @@ def pair_step(opposite, ai, aj, Gi, Gj, Ci, Cj, quad):
 
 
 @njit(cache=True)
-def _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-            rows, slot_of, row_of, stamp, full, epoch_of, counters,
-            kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol):
+def _select(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    kidx,
+    y,
+    U,
+    QD,
+    alpha,
+    G,
+    active,
+    act_data,
+    m,
+    all_active,
+    tol,
+):
     """WSS3. Returns (i, j, violation); j = -1 when optimal to ``tol``."""
     gmax = -INF
     gmax2 = -INF
@@ -159,9 +195,28 @@ def _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                     i = t
     if i == -1:
         return -1, -1, 0.0
-    Ki = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                 rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                 kidx[i], all_active, act_data, m)
+    Ki = get_row(
+        kd_code,
+        kp,
+        X,
+        data,
+        indices,
+        indptr,
+        sqn,
+        sparse,
+        work,
+        rows,
+        slot_of,
+        row_of,
+        stamp,
+        full,
+        epoch_of,
+        counters,
+        kidx[i],
+        all_active,
+        act_data,
+        m,
+    )
     QDi = QD[i]
     j = -1
     best = INF
@@ -202,9 +257,35 @@ def _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
 
 
 @njit(cache=True)
-def _select_nu(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-               rows, slot_of, row_of, stamp, full, epoch_of, counters,
-               kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol):
+def _select_nu(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    kidx,
+    y,
+    U,
+    QD,
+    alpha,
+    G,
+    active,
+    act_data,
+    m,
+    all_active,
+    tol,
+):
     """WSS3 within each class (nu-variant). Returns (i, j, violation); j = -1 when optimal."""
     gmaxp = -INF  # class +1: max over I_up of -y G
     gmaxn = -INF  # class -1
@@ -225,15 +306,53 @@ def _select_nu(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                     gmaxn = v
                     jn = t
     if ip >= 0:
-        Kp = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                     kidx[ip], all_active, act_data, m)
+        Kp = get_row(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx[ip],
+            all_active,
+            act_data,
+            m,
+        )
     else:
         Kp = QD  # never read
     if jn >= 0:
-        Kn = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                     kidx[jn], all_active, act_data, m)
+        Kn = get_row(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx[jn],
+            all_active,
+            act_data,
+            m,
+        )
     else:
         Kn = QD  # never read
     gmaxp2 = -INF
@@ -278,22 +397,126 @@ def _select_nu(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
 
 
 @njit(cache=True)
-def _select_any(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol, nu):
+def _select_any(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    kidx,
+    y,
+    U,
+    QD,
+    alpha,
+    G,
+    active,
+    act_data,
+    m,
+    all_active,
+    tol,
+    nu,
+):
     if nu:
-        return _select_nu(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                          rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                          kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol)
-    return _select(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                   rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                   kidx, y, U, QD, alpha, G, active, act_data, m, all_active, tol)
+        return _select_nu(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx,
+            y,
+            U,
+            QD,
+            alpha,
+            G,
+            active,
+            act_data,
+            m,
+            all_active,
+            tol,
+        )
+    return _select(
+        kd_code,
+        kp,
+        X,
+        data,
+        indices,
+        indptr,
+        sqn,
+        sparse,
+        work,
+        rows,
+        slot_of,
+        row_of,
+        stamp,
+        full,
+        epoch_of,
+        counters,
+        kidx,
+        y,
+        U,
+        QD,
+        alpha,
+        G,
+        active,
+        act_data,
+        m,
+        all_active,
+        tol,
+    )
 
 
 @njit(cache=True)
-def _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                 rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                 kidx, y, p, U, alpha, G, Gbar, active, act_data, m):
+def _reconstruct(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    kidx,
+    y,
+    p,
+    U,
+    alpha,
+    G,
+    Gbar,
+    active,
+    act_data,
+    m,
+):
     """Rebuild the gradient of the inactive variables from G_bar and the free ones."""
     n_var = y.shape[0]
     if m == n_var:
@@ -311,9 +534,28 @@ def _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
     for k in range(m):
         j = active[k]
         if alpha[j] > 0.0 and alpha[j] < U[j]:
-            Kj = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                         rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                         kidx[j], True, act_data, m)
+            Kj = get_row(
+                kd_code,
+                kp,
+                X,
+                data,
+                indices,
+                indptr,
+                sqn,
+                sparse,
+                work,
+                rows,
+                slot_of,
+                row_of,
+                stamp,
+                full,
+                epoch_of,
+                counters,
+                kidx[j],
+                True,
+                act_data,
+                m,
+            )
             c = y[j] * alpha[j]
             for r in range(inactive.shape[0]):
                 t = inactive[r]
@@ -321,9 +563,36 @@ def _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
 
 
 @njit(cache=True)
-def _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-            rows, slot_of, row_of, stamp, full, epoch_of, counters,
-            kidx, y, p, U, alpha, G, Gbar, active, act_data, state, tol, nu):
+def _shrink(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    kidx,
+    y,
+    p,
+    U,
+    alpha,
+    G,
+    Gbar,
+    active,
+    act_data,
+    state,
+    tol,
+    nu,
+):
     """LIBSVM's shrinking heuristic; unshrinks once near the end.
 
     Per class c: A_c = max{-G_t : y_t = c, alpha_t < U_t}, B_c = max{G_t : y_t = c,
@@ -362,9 +631,34 @@ def _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
         gap = gmax1 + gmax2
     if state[1] == 0 and gap <= tol * 10.0:
         state[1] = 1
-        _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                     kidx, y, p, U, alpha, G, Gbar, active, act_data, m)
+        _reconstruct(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx,
+            y,
+            p,
+            U,
+            alpha,
+            G,
+            Gbar,
+            active,
+            act_data,
+            m,
+        )
         for t in range(n_var):
             active[t] = t
             act_data[t] = kidx[t]
@@ -435,7 +729,7 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
         s = np.asarray(Xr @ coef[rows])
     else:
         for start in range(0, rows.shape[0], INIT_BLOCK_COLS):
-            cols = rows[start:start + INIT_BLOCK_COLS]
+            cols = rows[start : start + INIT_BLOCK_COLS]
             s += kernel.mmv(X, X[cols], coef[cols])
     G += y * s[kidx, 0]
     Gbar += y * s[kidx, 1]
@@ -444,10 +738,42 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
 
 
 @njit(cache=True, nogil=True)
-def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-         rows, slot_of, row_of, stamp, full, epoch_of, counters,
-         kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate,
-         tol, max_steps, shrinking, nu, full_rows):
+def _run(
+    kd_code,
+    kp,
+    X,
+    data,
+    indices,
+    indptr,
+    sqn,
+    sparse,
+    work,
+    rows,
+    slot_of,
+    row_of,
+    stamp,
+    full,
+    epoch_of,
+    counters,
+    kidx,
+    y,
+    p,
+    U,
+    QD,
+    shift,
+    alpha,
+    G,
+    Gbar,
+    active,
+    act_data,
+    state,
+    fstate,
+    tol,
+    max_steps,
+    shrinking,
+    nu,
+    full_rows,
+):
     """Up to ``max_steps`` SMO steps. Returns 0 when optimal, 1 otherwise.
 
     ``nu`` selects the nu-variant (two equality constraints, pairs within a class).
@@ -465,29 +791,134 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
             state[2] -= 1
             if state[2] <= 0:
                 state[2] = min(n_var, 1000)
-                _shrink(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                        rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                        kidx, y, p, U, alpha, G, Gbar, active, act_data, state, tol, nu)
+                _shrink(
+                    kd_code,
+                    kp,
+                    X,
+                    data,
+                    indices,
+                    indptr,
+                    sqn,
+                    sparse,
+                    work,
+                    rows,
+                    slot_of,
+                    row_of,
+                    stamp,
+                    full,
+                    epoch_of,
+                    counters,
+                    kidx,
+                    y,
+                    p,
+                    U,
+                    alpha,
+                    G,
+                    Gbar,
+                    active,
+                    act_data,
+                    state,
+                    tol,
+                    nu,
+                )
         m = state[0]
-        i, j, viol = _select_any(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                                 rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                                 kidx, y, U, QD, alpha, G, active, act_data, m, full_rows or m == n_var, tol,
-                                 nu)
+        i, j, viol = _select_any(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx,
+            y,
+            U,
+            QD,
+            alpha,
+            G,
+            active,
+            act_data,
+            m,
+            full_rows or m == n_var,
+            tol,
+            nu,
+        )
         fstate[0] = viol
         if j < 0:
             if m < n_var:
-                _reconstruct(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                             rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                             kidx, y, p, U, alpha, G, Gbar, active, act_data, m)
+                _reconstruct(
+                    kd_code,
+                    kp,
+                    X,
+                    data,
+                    indices,
+                    indptr,
+                    sqn,
+                    sparse,
+                    work,
+                    rows,
+                    slot_of,
+                    row_of,
+                    stamp,
+                    full,
+                    epoch_of,
+                    counters,
+                    kidx,
+                    y,
+                    p,
+                    U,
+                    alpha,
+                    G,
+                    Gbar,
+                    active,
+                    act_data,
+                    m,
+                )
                 for t in range(n_var):
                     active[t] = t
                     act_data[t] = kidx[t]
                 m = n_var
                 state[0] = m
                 counters[1] += 1
-                i, j, viol = _select_any(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                                         rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                                         kidx, y, U, QD, alpha, G, active, act_data, m, True, tol, nu)
+                i, j, viol = _select_any(
+                    kd_code,
+                    kp,
+                    X,
+                    data,
+                    indices,
+                    indptr,
+                    sqn,
+                    sparse,
+                    work,
+                    rows,
+                    slot_of,
+                    row_of,
+                    stamp,
+                    full,
+                    epoch_of,
+                    counters,
+                    kidx,
+                    y,
+                    U,
+                    QD,
+                    alpha,
+                    G,
+                    active,
+                    act_data,
+                    m,
+                    True,
+                    tol,
+                    nu,
+                )
                 fstate[0] = viol
                 if j < 0:
                     return 0
@@ -495,12 +926,50 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
             else:
                 return 0
         all_active = full_rows or m == n_var
-        Ki = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                     kidx[i], all_active, act_data, m)
-        Kj = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                     rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                     kidx[j], all_active, act_data, m)
+        Ki = get_row(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx[i],
+            all_active,
+            act_data,
+            m,
+        )
+        Kj = get_row(
+            kd_code,
+            kp,
+            X,
+            data,
+            indices,
+            indptr,
+            sqn,
+            sparse,
+            work,
+            rows,
+            slot_of,
+            row_of,
+            stamp,
+            full,
+            epoch_of,
+            counters,
+            kidx[j],
+            all_active,
+            act_data,
+            m,
+        )
         Kij = Ki[kidx[j]]
         Ci = U[i]
         Cj = U[j]
@@ -529,9 +998,28 @@ def _run(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
                 new = ai if r == 0 else aj
                 was_up = old >= U[v]
                 if was_up != (new >= U[v]):
-                    Kv = get_row(kd_code, kp, X, data, indices, indptr, sqn, sparse, work,
-                                 rows, slot_of, row_of, stamp, full, epoch_of, counters,
-                                 kidx[v], True, act_data, m)
+                    Kv = get_row(
+                        kd_code,
+                        kp,
+                        X,
+                        data,
+                        indices,
+                        indptr,
+                        sqn,
+                        sparse,
+                        work,
+                        rows,
+                        slot_of,
+                        row_of,
+                        stamp,
+                        full,
+                        epoch_of,
+                        counters,
+                        kidx[v],
+                        True,
+                        act_data,
+                        m,
+                    )
                     c = U[v] * y[v]
                     if was_up:
                         c = -c
@@ -619,8 +1107,10 @@ def initial_alpha(problem):
     n = problem.n_var
     if problem.alpha0 is None:
         if problem.nu_constraints:
-            raise ValueError("a problem with nu_constraints needs a feasible alpha0 "
-                             "(its class sums are the two equality constraints)")
+            raise ValueError(
+                "a problem with nu_constraints needs a feasible alpha0 "
+                "(its class sums are the two equality constraints)"
+            )
         if problem.delta != 0:
             raise ValueError("a problem with delta != 0 needs a feasible alpha0")
         return np.zeros(n)
@@ -741,8 +1231,17 @@ def _blas_limit(problem):
     return one_blas_thread()
 
 
-def solve(problem, tol=1e-3, max_iter=-1, shrinking=True, cache_size=200.0,
-          callback=None, time_limit=None, verbose=False, callback_info=None):
+def solve(
+    problem,
+    tol=1e-3,
+    max_iter=-1,
+    shrinking=True,
+    cache_size=200.0,
+    callback=None,
+    time_limit=None,
+    verbose=False,
+    callback_info=None,
+):
     """Solve a :class:`~maxmargin.problem.DualProblem` by SMO (WSS3 + shrinking).
 
     Parameters
@@ -785,9 +1284,27 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
             if steps <= 0:
                 break
         tc = time.perf_counter()
-        code = _run(*ka, st.kidx, st.y, st.p, st.U, st.QD, st.shift, st.alpha, st.G, st.Gbar,
-                    st.active, st.act_data, st.state, st.fstate, float(tol), int(steps), bool(shrinking), nu,
-                    bool(st.full_rows))
+        code = _run(
+            *ka,
+            st.kidx,
+            st.y,
+            st.p,
+            st.U,
+            st.QD,
+            st.shift,
+            st.alpha,
+            st.G,
+            st.Gbar,
+            st.active,
+            st.act_data,
+            st.state,
+            st.fstate,
+            float(tol),
+            int(steps),
+            bool(shrinking),
+            nu,
+            bool(st.full_rows),
+        )
         dt = time.perf_counter() - tc
         elapsed = time.perf_counter() - t0
         if code == 0:
@@ -797,7 +1314,10 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
         if dt > 0:
             chunk = int(min(max(chunk * 0.2 / dt, 100), 1_000_000))
         if verbose:
-            print(f"[smo] iter {int(st.state[3])}  violation {st.fstate[0]:.3e}  active {int(st.state[0])}  {elapsed:.1f}s")
+            print(
+                f"[smo] iter {int(st.state[3])}  violation {st.fstate[0]:.3e}  active {int(st.state[0])}  "
+                f"{elapsed:.1f}s"
+            )
         if callback is not None:
             info = {
                 "iteration": int(st.state[3]),
@@ -827,8 +1347,10 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
     objective = float(0.5 * st.alpha @ (st.G + st.p))
     if verbose:
         c = st.cache.counters - st.counters0
-        print(f"[smo] {status}: iter {int(st.state[3])}, violation {st.fstate[0]:.3e}, objective {objective:.6g}, "
-              f"rho {rho:.6g}, cache hits {int(c[2])} misses {int(c[3])}")
+        print(
+            f"[smo] {status}: iter {int(st.state[3])}, violation {st.fstate[0]:.3e}, objective {objective:.6g}, "
+            f"rho {rho:.6g}, cache hits {int(c[2])} misses {int(c[3])}"
+        )
     return Solution(
         alpha=st.alpha,
         rho=rho,
@@ -838,6 +1360,9 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
         converged=status == "converged",
         grad=st.G,
         status=status,
-        extra=dict(extra, cache_hits=int(st.cache.counters[2] - st.counters0[2]),
-                   cache_misses=int(st.cache.counters[3] - st.counters0[3])),
+        extra=dict(
+            extra,
+            cache_hits=int(st.cache.counters[2] - st.counters0[2]),
+            cache_misses=int(st.cache.counters[3] - st.counters0[3]),
+        ),
     )

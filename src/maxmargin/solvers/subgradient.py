@@ -43,12 +43,14 @@ iteration :math:`t/2` and :math:`t` estimates the remaining error
 :math:`P_t - P_*`, so the solver stops when
 :math:`\max_{t/2 \le s \le t} |P_s - P_t|/P_t \le` ``tol`` (after at least ``min_iter``
 iterations), or after ``max_iter``.  ``Solution.violation`` is that relative
-change.  The point returned is the best one evaluated.  This is an estimate, not a bound: the tests check the result against
+change.  The point returned is the best one evaluated.  This is an estimate, not a bound: the tests
+check the result against
 the QP's optimum.  The
 solution has no dual variables (``alpha`` is None); ``w``, ``intercept`` and
 ``rho = -intercept`` define it, and ``extra['support']`` lists the points with
 :math:`y_i f(x_i) \le 1` (the ones that would be support vectors).
 """
+
 from __future__ import annotations
 
 import time
@@ -102,9 +104,22 @@ def _objective(problem, m, b):
     return float(problem.C @ np.maximum(0.0, 1.0 - problem.y * (m + b)))
 
 
-def solve(problem: PrimalProblem, *, max_iter=None, tol=1e-6, batch_size=None, averaging=True, random_state=0,
-          check_every=10, min_iter=100, callback=None, time_limit=None, verbose=False, callback_info=None,
-          **ignored):
+def solve(
+    problem: PrimalProblem,
+    *,
+    max_iter=None,
+    tol=1e-6,
+    batch_size=None,
+    averaging=True,
+    random_state=0,
+    check_every=10,
+    min_iter=100,
+    callback=None,
+    time_limit=None,
+    verbose=False,
+    callback_info=None,
+    **ignored,
+):
     """Pegasos-style subgradient descent on eq. (9); see the module docstring.
 
     Parameters
@@ -175,7 +190,7 @@ def solve(problem: PrimalProblem, *, max_iter=None, tol=1e-6, batch_size=None, a
                 b = best_intercept(np.asarray(X @ w).ravel(), y, C)
             history_t.append(t)
             history.append(tracked)
-            since_half = history[max(0, int(np.searchsorted(history_t, t // 2, side="right")) - 1):]
+            since_half = history[max(0, int(np.searchsorted(history_t, t // 2, side="right")) - 1) :]
             rel_impr = max(abs(v - tracked) for v in since_half) / max(abs(tracked), 1e-300)
             if t >= min_iter and rel_impr <= tol:
                 status = "converged"
@@ -184,8 +199,13 @@ def solve(problem: PrimalProblem, *, max_iter=None, tol=1e-6, batch_size=None, a
             if verbose and t % (100 * check_every) == 0:
                 print(f"[subgradient] iter {t}  objective {best[0]:.8g}  improvement {rel_impr:.2e}  {elapsed:.1f}s")
             if callback is not None:
-                info = {"iteration": t, "objective": float(best[0]), "violation": float(rel_impr),
-                        "tol": float(tol), "elapsed": elapsed}
+                info = {
+                    "iteration": t,
+                    "objective": float(best[0]),
+                    "violation": float(rel_impr),
+                    "tol": float(tol),
+                    "elapsed": elapsed,
+                }
                 if callback_info:
                     info.update(callback_info)
                 if callback(info) is False:
@@ -208,8 +228,11 @@ def solve(problem: PrimalProblem, *, max_iter=None, tol=1e-6, batch_size=None, a
         grad=None,
         gap=None,
         status=status,
-        extra={"primal_objective": p_best, "support": np.flatnonzero(margins <= 1.0 + 1e-9),
-               "time": time.perf_counter() - t0},
+        extra={
+            "primal_objective": p_best,
+            "support": np.flatnonzero(margins <= 1.0 + 1e-9),
+            "time": time.perf_counter() - t0,
+        },
         w=w_best,
         intercept=b_best,
     )

@@ -18,7 +18,8 @@ active rows, :math:`v + 2 X_I^T (C_I \circ X_I v)`, and the Hessian is never for
 Trust region (Lin and Moré 1999; Lin, Weng and Keerthi 2008): each iteration solves
 :math:`\min_s g\cdot s + \tfrac12 s^T H s` subject to :math:`\|s\|_M \le \Delta` approximately by
 preconditioned conjugate gradients (Steihaug: stop at the boundary or, by Nash and Sofer's rule, when a step
-improves the quadratic model by little relative to the total), accepts the step when the actual reduction is more than :math:`\eta_0 = 10^{-4}`
+improves the quadratic model by little relative to the total), accepts the step when the actual reduction
+is more than :math:`\eta_0 = 10^{-4}`
 times the predicted one, and resizes :math:`\Delta` by the ratio (thresholds 0.25 / 0.75, factors
 0.25 / 0.5 / 4).  The preconditioner is diagonal, :math:`M = 0.99 I + 0.01\,\mathrm{diag}(H)` (Hsia, Chiang and
 Lin 2018), refreshed at every accepted step; :math:`\|s\|_M^2 = s^T M s`.
