@@ -69,17 +69,15 @@ def ovr_from_ovo(dec, n_classes):
     """One-vs-rest scores from one-vs-one decision values (scikit-learn's rule:
     votes plus confidences squashed into (-1/3, 1/3) to break ties)."""
     n = dec.shape[0]
-    votes = np.zeros((n, n_classes))
-    conf = np.zeros((n, n_classes))
-    k = 0
-    for a in range(n_classes):
-        for b in range(a + 1, n_classes):
-            d = dec[:, k]
-            votes[:, a] += d >= 0  # scikit-learn's rule: a zero decision value votes for the first class
-            votes[:, b] += d < 0
-            conf[:, a] += d
-            conf[:, b] -= d
-            k += 1
+    pa, pb = np.triu_indices(n_classes, k=1)
+    m = pa.shape[0]
+    # pair k adds its value to class pa[k] and subtracts it from pb[k]: one sparse product for all pairs
+    signs = sp.csr_matrix(
+        (np.r_[np.ones(m), -np.ones(m)], (np.r_[np.arange(m), np.arange(m)], np.r_[pa, pb])), shape=(m, n_classes)
+    )
+    conf = np.asarray((signs.T @ dec.T).T)
+    winner = np.where(dec >= 0, pa, pb) + (np.arange(n) * n_classes)[:, None]  # a zero value votes for pa
+    votes = np.bincount(winner.ravel(), minlength=n * n_classes).reshape(n, n_classes).astype(np.float64)
     return votes + conf / (3 * (np.abs(conf) + 1))
 
 
@@ -873,14 +871,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return self.classes_[(dec[:, 0] >= 0).astype(int)]
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(ovr_from_ovo(dec, n_classes), axis=1)]
-        votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
-        k = 0
-        for a in range(n_classes):
-            for b in range(a + 1, n_classes):
-                pos = dec[:, k] > 0
-                votes[pos, a] += 1
-                votes[~pos, b] += 1
-                k += 1
+        # one vote a pair: to its first class a where the value is > 0, else to b (LIBSVM);
+        # counted for all pairs at once (100 classes: 4950 pairs)
+        n = dec.shape[0]
+        pa, pb = np.triu_indices(n_classes, k=1)
+        winner = np.where(dec > 0, pa, pb) + (np.arange(n) * n_classes)[:, None]
+        votes = np.bincount(winner.ravel(), minlength=n * n_classes).reshape(n, n_classes)
         return self.classes_[np.argmax(votes, axis=1)]
 
     def predict(self, X):
