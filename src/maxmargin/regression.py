@@ -39,7 +39,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .formulations import AUTO_BATCHED_MIN_N
-from .kernels import BLOCK_ROWS, densify_if_cheap
+from .kernels import densify_if_cheap
+from .kernels.objects import block_rows_for
 from .problem import nu_svr_problem, svr_problem
 from .solvers import smo
 from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, check_finite_solution, warn_not_converged
@@ -120,8 +121,9 @@ class BaseSingleSVM(BaseKernelSVM):
         out = np.empty(n)
         SV = densify_if_cheap(self.support_vectors_)
         c = np.asarray(self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else self.dual_coef_)[0]
-        for s in range(0, n, BLOCK_ROWS):
-            e = min(s + BLOCK_ROWS, n)
+        rows = block_rows_for(max(self.support_.shape[0], 1))
+        for s in range(0, n, rows):
+            e = min(s + rows, n)
             if self.support_.shape[0] == 0:
                 out[s:e] = 0.0
             else:

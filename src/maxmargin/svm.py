@@ -42,8 +42,9 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import formulations, probability
 from ._threads import cores, one_blas_thread
-from .kernels import BLOCK_ROWS, densify_if_cheap, make_kernel
+from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
+from .kernels.objects import block_rows_for, make_kernel
 from .problem import DualProblem, nu_svc_problem
 from .solvers import ovo, smo
 
@@ -827,8 +828,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         pa, pb = np.triu_indices(n_classes, k=1)  # the pairs (a, b), a < b, in LIBSVM's order
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
-        for s in range(0, n, BLOCK_ROWS):
-            e = min(s + BLOCK_ROWS, n)
+        rows = block_rows_for(max(self.support_.shape[0], 1))
+        for s in range(0, n, rows):
+            e = min(s + rows, n)
             Xb = X[s:e]
             if self._linear_w is not None and self.support_.shape[0] == 0:
                 out[s:e] = np.asarray(Xb @ self._linear_w.T) + self.intercept_

@@ -27,6 +27,7 @@ from .objects import (
     PrecomputedKernel,
     RBFKernel,
     SigmoidKernel,
+    block_rows_for,
     densify_if_cheap,
     make_kernel,
     median_sigma,
@@ -37,6 +38,7 @@ from .objects import (
 
 __all__ = [
     "BLOCK_ROWS",
+    "block_rows_for",
     "KERNELS",
     "LINEAR",
     "POLY",

@@ -29,13 +29,23 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from numba import prange
+from numba import njit, prange
 
 from .._jit import parallel_and_serial
 from .formulas import LINEAR, POLY, PRECOMPUTED, RBF, SIGMOID, transform_rows
 
 #: Rows per block when a kernel product is taken in pieces (bounded memory).
 BLOCK_ROWS = 1024
+#: ... and at most this many kernel values a block (16 MB): larger temporaries are mapped fresh
+#: from the system at every allocation (glibc maps blocks above 32 MB), and touching new pages
+#: cost more than the kernel values themselves (measured: 80 ms of page faults on a 57 MB block
+#: whose values take 16 ms)
+BLOCK_VALUES = 1 << 21
+
+
+def block_rows_for(n_columns, rows=BLOCK_ROWS):
+    """Rows per block of a kernel product against ``n_columns`` columns (see :data:`BLOCK_VALUES`)."""
+    return int(max(16, min(rows, BLOCK_VALUES // max(int(n_columns), 1))))
 
 
 #: Sparse operands with at most this many features (and at most DENSIFY_MAX_ELEMENTS
@@ -60,12 +70,14 @@ def densify_if_cheap(A):
 SMALL_D = 32
 
 
-def _small_dot_py(X, ZT, out):
-    """out = X @ ZT with few columns in X: per row, chunks of the output kept in cache
-    and up to four features added per pass over a chunk (vectorised along ZT's rows)."""
-    n, d = X.shape
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _small_dot_rows(X, ZT, out, r0, r1):
+    """out[i] = X[i] @ ZT for rows r0..r1-1, few columns in X: per row, chunks of the output
+    kept in cache and up to four features added per pass over a chunk (vectorised along
+    ZT's rows)."""
+    d = X.shape[1]
     m = ZT.shape[1]
-    for i in prange(n):
+    for i in range(r0, r1):
         x = X[i]
         for lo in range(0, m, 512):  # five 4 KB strips (o and four rows of ZT) stay in L1
             hi = min(lo + 512, m)
@@ -92,7 +104,16 @@ def _small_dot_py(X, ZT, out):
                 f += 4
 
 
-_small_dot_par, _small_dot_ser = parallel_and_serial(_small_dot_py, fastmath={"contract"})
+def _small_dot_py(X, ZT, out):
+    """out = X @ ZT, blocks of 32 rows in parallel; each block is one call of the
+    separately compiled :func:`_small_dot_rows` (inside a parallel region Numba's
+    loops did not vectorise: 6x slower)."""
+    n = X.shape[0]
+    for b in prange((n + 31) // 32):
+        _small_dot_rows(X, ZT, out, b * 32, min(n, b * 32 + 32))
+
+
+_small_dot_par, _small_dot_ser = parallel_and_serial(_small_dot_py)
 
 
 def small_dot(X, Z):
@@ -159,10 +180,12 @@ class Kernel:
     def _diag_from_sq(self, sq):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def mmv(self, X, Z, v, block_rows=BLOCK_ROWS):
-        """``K(X, Z) @ v`` computed ``block_rows`` rows of ``X`` at a time."""
+    def mmv(self, X, Z, v, block_rows=None):
+        """``K(X, Z) @ v`` computed ``block_rows`` rows of ``X`` at a time (by default
+        :func:`block_rows` of Z's size)."""
         v = np.asarray(v)
         n = X.shape[0]
+        block_rows = block_rows or block_rows_for(Z.shape[0])
         out = np.empty((n,) + v.shape[1:], dtype=np.result_type(v.dtype, np.float64))
         for start in range(0, n, block_rows):
             stop = min(start + block_rows, n)
