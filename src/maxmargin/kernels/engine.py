@@ -330,24 +330,17 @@ class KernelRows:
             D = np.ascontiguousarray((D.toarray() if sp.issparse(D) else np.asarray(D)).T)
             transform_rows(D, self.code, (self.gamma, self.coef0, self.degree), self.sq[idx], self.sqc)
             out[dest, :m] = D
-        elif self.small:
+        else:  # narrow (compiled loop over the transposed columns) or dense (BLAS chunks)
             big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
-            (_rows_small_par if big else _rows_small_ser)(
-                self.XcT,
-                np.ascontiguousarray(Xi),
-                self.sq[idx],
-                self.sqc,
-                self.code,
-                self.gamma,
-                self.coef0,
-                float(self.degree),
-                out,
-                dest,
-            )
-        else:
-            big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
-            (_rows_dense_par if big else _rows_dense_ser)(
-                self.Xc,
+            rows = {
+                (True, True): _rows_small_par,
+                (True, False): _rows_small_ser,
+                (False, True): _rows_dense_par,
+                (False, False): _rows_dense_ser,
+            }[(self.small, big)]
+            cols = self.XcT if self.small else self.Xc
+            rows(
+                cols,
                 np.ascontiguousarray(Xi),
                 self.sq[idx],
                 self.sqc,
