@@ -134,6 +134,27 @@ def test_what_keeps_the_pair_by_pair_route(spy):
     assert spy == [6]
 
 
+def test_the_class_blocks_and_every_workers_blocks_fit_in_cache_size():
+    counts = np.array([1000, 1000, 1000, 1000])
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    everything = [True] * len(pairs)
+    # 4 class blocks of 8e6 bytes + 2 workers x 16e6 bytes: 64e6 bytes = 61.04 MB
+    assert ovo.plan(counts, pairs, everything, 61.0, 2).sum() == 0
+    assert ovo.plan(counts, pairs, everything, 61.1, 2).all()
+    assert ovo.plan(counts, pairs, [False] * len(pairs), 1000, 2).sum() == 0
+
+
+def test_many_large_classes_keep_their_memory_bound(spy, monkeypatch):
+    import maxmargin.svm
+
+    monkeypatch.setattr(maxmargin.svm, "cores", lambda: 2)
+    X, y = blobs(n=1200, k=6)
+    SVC(cache_size=3).fit(X, y)  # 6 class blocks of 200^2 doubles: 1.9 MB, plus the workers' 2 x 1.3 MB
+    assert spy == []
+    SVC(cache_size=10).fit(X, y)
+    assert spy == [15]
+
+
 def test_pair_fits_counts_every_worker():
     assert ovo.pair_fits(1000, 200, 2)
     assert not ovo.pair_fits(4000, 200, 2)

@@ -502,7 +502,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         ):
             return none
         workers = cores()
-        return np.array([ovo.pair_fits(rows.shape[0], self.cache_size, workers) for rows, _ in members])
+        eligible = [ovo.pair_fits(rows.shape[0], self.cache_size, workers) for rows, _ in members]
+        # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them
+        k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))
+        pairs = list(zip(*np.triu_indices(k, k=1)))
+        counts = np.zeros(k)
+        for (a, b), (_, ysub) in zip(pairs, members):
+            counts[a] = np.count_nonzero(ysub > 0)
+            counts[b] = np.count_nonzero(ysub < 0)
+        return ovo.plan(counts, pairs, eligible, self.cache_size, workers)
 
     def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`

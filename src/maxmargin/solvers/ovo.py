@@ -50,6 +50,24 @@ def pair_fits(n_pair, cache_size, workers):
     return 8.0 * n_pair * n_pair * max(workers, 1) <= cache_size * 1024 * 1024
 
 
+def plan(counts, pairs, eligible, cache_size, workers):
+    """The pairs that go to :func:`solve_pairs` within ``cache_size`` MB: the diagonal class
+    blocks are kept for the whole run (8 * sum n_c^2 bytes over the classes involved) and each
+    worker holds one pair's off-diagonal block and its transpose (16 n_a n_b bytes).  Returns
+    ``eligible`` when all of that fits, else no pair (the pair-by-pair route then bounds its
+    memory by its own row caches)."""
+    chosen = [p for p, ok in enumerate(eligible) if ok]
+    if not chosen:
+        return np.zeros(len(pairs), dtype=bool)
+    counts = np.asarray(counts, dtype=np.float64)
+    classes = sorted({c for p in chosen for c in pairs[p]})
+    diag = 8.0 * float(np.sum(counts[classes] ** 2))
+    worker = max(16.0 * counts[pairs[p][0]] * counts[pairs[p][1]] for p in chosen)
+    if diag + max(workers, 1) * worker > cache_size * 1024 * 1024:
+        return np.zeros(len(pairs), dtype=bool)
+    return np.asarray(eligible, dtype=bool)
+
+
 @njit(cache=True, nogil=True)
 def _violation(y, G, alpha, U):
     """max_{I_up} -y G - min_{I_low} -y G (the stopping measure), 0 if a set is empty."""
