@@ -169,22 +169,8 @@ class RowCache:
 
 @njit(cache=True)
 def get_row(
-    kd_code,
-    kp,
-    X,
-    data,
-    indices,
-    indptr,
-    sqn,
-    sparse,
-    work,
-    rows,
-    slot_of,
-    row_of,
-    stamp,
-    full,
-    epoch_of,
-    counters,
+    kd,
+    cache,
     i,
     need_full,
     act_data,
@@ -192,7 +178,10 @@ def get_row(
 ):
     """The cached kernel row of data row ``i``: whole if ``need_full`` else at least
     the entries of ``act_data[:m]`` (callers pass ``need_full`` when every variable
-    is active)."""
+    is active).  ``kd`` is a :class:`KernelData` as a tuple, ``cache`` the arrays of a
+    :class:`RowCache` (:meth:`RowCache.arrays`)."""
+    kd_code, kp, X, data, indices, indptr, sqn, sparse, work = kd
+    rows, slot_of, row_of, stamp, full, epoch_of, counters = cache
     counters[0] += 1
     slot = slot_of[i]
     if slot >= 0:
