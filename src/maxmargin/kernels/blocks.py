@@ -156,8 +156,9 @@ def _sparse(data, indices, indptr, n_features, code, gamma, coef0, degree, sq, r
 
 
 @njit(cache=True, nogil=True)
-def block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, ra, rb, out):
-    """``out[:len(ra), :len(rb)] = K(x_ra, x_rb)`` (the fields of :class:`BlockData` first)."""
+def block(bd, ra, rb, out):
+    """``out[:len(ra), :len(rb)] = K(x_ra, x_rb)`` (``bd`` a :class:`BlockData` as a tuple)."""
+    mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     if mode == NARROW:
         _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out)
     elif mode == DENSE:
@@ -219,5 +220,5 @@ def kernel_block(bd, ra, rb):
     ra = np.ascontiguousarray(ra, dtype=np.int64)
     rb = np.ascontiguousarray(rb, dtype=np.int64)
     out = np.empty((ra.shape[0], rb.shape[0]))
-    block(*bd, ra, rb, out)
+    block(tuple(bd), ra, rb, out)
     return out

@@ -85,10 +85,10 @@ def _violation(y, G, alpha, U):
 
 
 @njit(cache=True, nogil=True)
-def _class_blocks(
-    c0, c1, cstart, order, mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, doff, diag
-):
-    """The diagonal blocks K(X_c, X_c) of classes c0..c1-1 into ``diag`` (flat, at ``doff[c]``)."""
+def _class_blocks(c0, c1, cstart, order, bd, doff, diag):
+    """The diagonal blocks K(X_c, X_c) of classes c0..c1-1 into ``diag`` (flat, at ``doff[c]``);
+    ``bd`` is the :class:`maxmargin.kernels.blocks.BlockData` as a tuple."""
+    mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     for c in range(c0, c1):
         r = order[cstart[c] : cstart[c + 1]]
         m = r.shape[0]
@@ -102,7 +102,7 @@ def _class_blocks(
                 sqc[t] = sq[r[t]]
             block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, r, cptr, crow, cval, sqc, out)
         else:
-            block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, r, r, out)
+            block(bd, r, r, out)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -255,17 +255,7 @@ def _solve_pairs(
     cstart,
     order,
     C,
-    mode,
-    code,
-    gamma,
-    coef0,
-    degree,
-    X,
-    data,
-    indices,
-    indptr,
-    sq,
-    n_features,
+    bd,
     doff,
     diag,
     tol,
@@ -281,6 +271,7 @@ def _solve_pairs(
     ``res[p] = (rho, objective, iterations, violation)``; the multipliers and the
     gradient of pair p go to ``alpha_out``/``G_out`` at ``aoff[p]`` (rows of class a
     first, then b, each in the order of ``order``)."""
+    mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     cur = -1
     cptr = np.zeros(1, dtype=np.int64)
     crow = np.zeros(1, dtype=np.int64)
@@ -309,7 +300,7 @@ def _solve_pairs(
             off = np.ascontiguousarray(offT.T)
         else:
             off = np.empty((na, nb))
-            block(mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features, ra, rb, off)
+            block(bd, ra, rb, off)
             offT = np.ascontiguousarray(off.T)
         y = np.empty(n)
         U = np.empty(n)
@@ -423,7 +414,7 @@ def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, work
         return None
 
     def classes(c0, c1):
-        _class_blocks(c0, c1, cstart, order, *bd, doff, diag)
+        _class_blocks(c0, c1, cstart, order, tuple(bd), doff, diag)
 
     def some_pairs(p0, p1):
         _solve_pairs(
@@ -434,7 +425,7 @@ def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, work
             cstart,
             order,
             C,
-            *bd,
+            tuple(bd),
             doff,
             diag,
             float(tol),
