@@ -575,7 +575,7 @@ def fits_from_pairs(res, C, kernel, X, solver):
         sl = slice(starts[p], starts[p] + sizes[p])
         order = np.argsort(rows[sl], kind="stable")
         a_p = alpha[sl][order]
-        converged = p not in unsolved and violation[p] < np.inf and status == "converged"
+        converged = status == "converged" and res["alpha"][p] is not None
         extra = dict(
             margin=float(margin[p]),
             w_norm=float(w_norm[p]),
