@@ -146,22 +146,9 @@ def pair_step(opposite, ai, aj, Gi, Gj, Ci, Cj, quad):
 
 
 @njit(cache=True)
-def _select(
-    kd,
-    cache,
-    kidx,
-    y,
-    U,
-    QD,
-    alpha,
-    G,
-    active,
-    act_data,
-    m,
-    all_active,
-    tol,
-):
+def _select(kd, cache, sv, m, all_active, tol):
     """WSS3. Returns (i, j, violation); j = -1 when optimal to ``tol``."""
+    kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     gmax = -INF
     gmax2 = -INF
     i = -1
@@ -229,22 +216,9 @@ def _select(
 
 
 @njit(cache=True)
-def _select_nu(
-    kd,
-    cache,
-    kidx,
-    y,
-    U,
-    QD,
-    alpha,
-    G,
-    active,
-    act_data,
-    m,
-    all_active,
-    tol,
-):
+def _select_nu(kd, cache, sv, m, all_active, tol):
     """WSS3 within each class (nu-variant). Returns (i, j, violation); j = -1 when optimal."""
+    kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     gmaxp = -INF  # class +1: max over I_up of -y G
     gmaxn = -INF  # class -1
     ip = -1
@@ -327,71 +301,16 @@ def _select_nu(
 
 
 @njit(cache=True)
-def _select_any(
-    kd,
-    cache,
-    kidx,
-    y,
-    U,
-    QD,
-    alpha,
-    G,
-    active,
-    act_data,
-    m,
-    all_active,
-    tol,
-    nu,
-):
+def _select_any(kd, cache, sv, m, all_active, tol, nu):
     if nu:
-        return _select_nu(
-            kd,
-            cache,
-            kidx,
-            y,
-            U,
-            QD,
-            alpha,
-            G,
-            active,
-            act_data,
-            m,
-            all_active,
-            tol,
-        )
-    return _select(
-        kd,
-        cache,
-        kidx,
-        y,
-        U,
-        QD,
-        alpha,
-        G,
-        active,
-        act_data,
-        m,
-        all_active,
-        tol,
-    )
+        return _select_nu(kd, cache, sv, m, all_active, tol)
+    return _select(kd, cache, sv, m, all_active, tol)
 
 
 @njit(cache=True)
-def _reconstruct(
-    kd,
-    cache,
-    kidx,
-    y,
-    p,
-    U,
-    alpha,
-    G,
-    Gbar,
-    active,
-    act_data,
-    m,
-):
+def _reconstruct(kd, cache, sv, m):
     """Rebuild the gradient of the inactive variables from G_bar and the free ones."""
+    kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     n_var = y.shape[0]
     if m == n_var:
         return
@@ -423,22 +342,7 @@ def _reconstruct(
 
 
 @njit(cache=True)
-def _shrink(
-    kd,
-    cache,
-    kidx,
-    y,
-    p,
-    U,
-    alpha,
-    G,
-    Gbar,
-    active,
-    act_data,
-    state,
-    tol,
-    nu,
-):
+def _shrink(kd, cache, sv, tol, nu):
     """LIBSVM's shrinking heuristic; unshrinks once near the end.
 
     Per class c: A_c = max{-G_t : y_t = c, alpha_t < U_t}, B_c = max{G_t : y_t = c,
@@ -447,6 +351,7 @@ def _shrink(
     (A_c, B_c).  A variable at its upper bound with -G_t above its class's "up"
     bound, or at zero with G_t above its "low" bound, is set aside.
     """
+    kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     n_var = y.shape[0]
     m = state[0]
     a_pos = -INF
@@ -477,20 +382,7 @@ def _shrink(
         gap = gmax1 + gmax2
     if state[1] == 0 and gap <= tol * 10.0:
         state[1] = 1
-        _reconstruct(
-            kd,
-            cache,
-            kidx,
-            y,
-            p,
-            U,
-            alpha,
-            G,
-            Gbar,
-            active,
-            act_data,
-            m,
-        )
+        _reconstruct(kd, cache, sv, m)
         for t in range(n_var):
             active[t] = t
             act_data[t] = kidx[t]
@@ -570,28 +462,7 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
 
 
 @njit(cache=True, nogil=True)
-def _run(
-    kd,
-    cache,
-    kidx,
-    y,
-    p,
-    U,
-    QD,
-    shift,
-    alpha,
-    G,
-    Gbar,
-    active,
-    act_data,
-    state,
-    fstate,
-    tol,
-    max_steps,
-    shrinking,
-    nu,
-    full_rows,
-):
+def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     """Up to ``max_steps`` SMO steps. Returns 0 when optimal, 1 otherwise.
 
     ``nu`` selects the nu-variant (two equality constraints, pairs within a class).
@@ -602,6 +473,7 @@ def _run(
     ``state`` = [active size, unshrunk flag, shrink counter, iterations];
     ``fstate[0]`` receives the current violation.
     """
+    kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     n_var = y.shape[0]
     steps = 0
     while steps < max_steps:
@@ -609,78 +481,20 @@ def _run(
             state[2] -= 1
             if state[2] <= 0:
                 state[2] = min(n_var, 1000)
-                _shrink(
-                    kd,
-                    cache,
-                    kidx,
-                    y,
-                    p,
-                    U,
-                    alpha,
-                    G,
-                    Gbar,
-                    active,
-                    act_data,
-                    state,
-                    tol,
-                    nu,
-                )
+                _shrink(kd, cache, sv, tol, nu)
         m = state[0]
-        i, j, viol = _select_any(
-            kd,
-            cache,
-            kidx,
-            y,
-            U,
-            QD,
-            alpha,
-            G,
-            active,
-            act_data,
-            m,
-            full_rows or m == n_var,
-            tol,
-            nu,
-        )
+        i, j, viol = _select_any(kd, cache, sv, m, full_rows or m == n_var, tol, nu)
         fstate[0] = viol
         if j < 0:
             if m < n_var:
-                _reconstruct(
-                    kd,
-                    cache,
-                    kidx,
-                    y,
-                    p,
-                    U,
-                    alpha,
-                    G,
-                    Gbar,
-                    active,
-                    act_data,
-                    m,
-                )
+                _reconstruct(kd, cache, sv, m)
                 for t in range(n_var):
                     active[t] = t
                     act_data[t] = kidx[t]
                 m = n_var
                 state[0] = m
                 cache[6][1] += 1  # the row cache's epoch: partial rows are stale once variables come back
-                i, j, viol = _select_any(
-                    kd,
-                    cache,
-                    kidx,
-                    y,
-                    U,
-                    QD,
-                    alpha,
-                    G,
-                    active,
-                    act_data,
-                    m,
-                    True,
-                    tol,
-                    nu,
-                )
+                i, j, viol = _select_any(kd, cache, sv, m, True, tol, nu)
                 fstate[0] = viol
                 if j < 0:
                     return 0
@@ -931,6 +745,25 @@ class SolverState:
         self.state = np.array([n, 0, min(n, 1000), 0], dtype=np.int64)
         self.fstate = np.zeros(1)
 
+    def arrays(self):
+        """The solver state every compiled routine takes (after the kernel data and the
+        row cache), as one tuple: unpacked at the top of each routine."""
+        return (
+            self.kidx,
+            self.y,
+            self.p,
+            self.U,
+            self.QD,
+            self.shift,
+            self.alpha,
+            self.G,
+            self.Gbar,
+            self.active,
+            self.act_data,
+            self.state,
+            self.fstate,
+        )
+
     def kargs(self):
         """The two tuples every compiled routine takes first: the kernel data
         (:class:`maxmargin.kernels.rowcache.KernelData`) and the row cache's arrays."""
@@ -994,6 +827,7 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
     st = SolverState(problem, cache_size)
     ka = st.kargs()
     st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx)
+    st.sv = st.arrays()
     t0 = time.perf_counter()
     chunk = 2000
     status = "max_iter"
@@ -1005,27 +839,7 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
             if steps <= 0:
                 break
         tc = time.perf_counter()
-        code = _run(
-            *ka,
-            st.kidx,
-            st.y,
-            st.p,
-            st.U,
-            st.QD,
-            st.shift,
-            st.alpha,
-            st.G,
-            st.Gbar,
-            st.active,
-            st.act_data,
-            st.state,
-            st.fstate,
-            float(tol),
-            int(steps),
-            bool(shrinking),
-            nu,
-            bool(st.full_rows),
-        )
+        code = _run(*ka, st.sv, float(tol), int(steps), bool(shrinking), nu, bool(st.full_rows))
         dt = time.perf_counter() - tc
         elapsed = time.perf_counter() - t0
         if code == 0:
@@ -1058,7 +872,7 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
             break
     m = int(st.state[0])
     if m < st.y.shape[0]:
-        _reconstruct(*ka, st.kidx, st.y, st.p, st.U, st.alpha, st.G, st.Gbar, st.active, st.act_data, m)
+        _reconstruct(*ka, st.sv, m)
     extra = {}
     if nu:
         rho, r = compute_rho_nu(st.y, st.G, st.alpha, st.U)
