@@ -794,3 +794,21 @@ def test_overflowing_data_is_an_error_not_a_constant_model(tmp_path):
     r = invoke("train", big, "-k", "linear", "-o", tmp_path / "m.mm")
     assert r.exit_code == 1 and "non-finite kernel values" in r.stderr and "--scale" in r.stderr
     assert "Warning" not in r.stderr and files_in(tmp_path) == ["big.csv"]
+
+
+def test_precompile_runs_every_route(monkeypatch):
+    """Issue 11.6: `maxmargin precompile` compiles (or loads) each common route, so that a later
+    process's first fit only loads the cache; each route is named with its time."""
+    from maxmargin import warmup
+
+    seen = []
+    original = warmup._routes
+
+    def spied():
+        return [(name, (lambda run=run, name=name: (seen.append(name), run()))) for name, run in original()]
+
+    monkeypatch.setattr(warmup, "_routes", spied)
+    r = invoke("precompile")
+    assert r.exit_code == 0, r.output
+    assert len(seen) == 4 and all(name in r.output for name in seen)
+    assert "Done in" in r.output

@@ -1740,6 +1740,23 @@ def playground(host, port, browser):
         )
 
 
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@common_options
+def precompile():
+    """Compile the solvers now, once, instead of in the first fit (about 15 s right after install).
+
+    \b
+    Numba keeps what it compiles in its on-disk cache; run this as a step of an install
+    script or an image build, and every later process starts in a fraction of a second.
+    """
+    from .warmup import precompile as run
+
+    click.echo("Compiling the solvers (kept in Numba's on-disk cache):")
+    t = time.perf_counter()
+    run(verbose=True)
+    click.echo(f"Done in {time.perf_counter() - t:.1f} s.")
+
+
 # --------------------------------------------------------------------------- entry point
 
 
