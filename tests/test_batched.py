@@ -236,6 +236,6 @@ def test_nu_estimators_take_the_batched_solver(rng):
     np.testing.assert_allclose(a.predict(Xr), b.predict(Xr), atol=1e-4 * np.abs(yr).max())
     assert a.epsilon_ == pytest.approx(b.epsilon_, abs=1e-5)
     with pytest.raises(ValueError, match="solver"):
-        NuSVC(solver="qp").fit(X, y)
+        NuSVC(solver="frank-wolfe").fit(X, y)
     with pytest.raises(ValueError, match="solver"):
-        NuSVR(solver="qp").fit(Xr, yr)
+        NuSVR(solver="subgradient").fit(Xr, yr)

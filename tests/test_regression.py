@@ -73,8 +73,10 @@ def test_batched_solver_serves_svr(rng, sparse):
     assert np.allclose(batched.predict(X), smo_fit.predict(X), atol=1e-5)
     auto = SVR(C=3.0, gamma=0.5, solver="auto").fit(X, z)  # 300 variables: SMO
     assert auto.objective_ == pytest.approx(SVR(C=3.0, gamma=0.5).fit(X, z).objective_)
+    with pytest.raises(ValueError, match="cannot be solved by solver='frank-wolfe'"):
+        SVR(solver="frank-wolfe").fit(X, z)
     with pytest.raises(ValueError, match="solver must be one of"):
-        SVR(solver="qp").fit(X, z)
+        SVR(solver="newton").fit(X, z)
 
 
 def _sk_svr_objective(sk, kern, z, epsilon):

@@ -27,7 +27,6 @@ import time
 import numpy as np
 from sklearn.base import OutlierMixin
 
-from .problem import one_class_problem
 from .regression import BaseSingleSVM
 from .svm import _check_nu
 
@@ -56,6 +55,8 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
     """
 
     _state_attributes = BaseSingleSVM._state_attributes + ("offset_",)
+
+    _formulation = "one-class"
 
     def __init__(
         self,
@@ -99,11 +100,8 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
         X, _ = self._validate_train(X)
         sw = self._sample_weights(sample_weight, X)
         rows = self._positive_rows(sw)
-        kern = self._fit_kernel(X)
-        Xs = self._subset(X, rows, self.kernel == "precomputed")
-        sol = self._solve(one_class_problem(Xs, kern, self.nu, sw[rows]))
-        self._set_single(X, rows, sol.alpha, sol.rho, sol)
-        self.offset_ = float(sol.rho)
+        fit = self._fit_single(X, np.ones(rows.shape[0]), sw[rows], rows, nu=self.nu)
+        self.offset_ = float(fit.rho)
         self.fit_time_ = time.perf_counter() - t0
         return self
 

@@ -76,8 +76,12 @@ class DualProblem:
 
     def q_matrix(self) -> np.ndarray:
         """The whole ``Q`` (n_var x n_var). Only for small problems and references."""
-        K = self.kernel(self.X, self.X)
-        K = K[np.ix_(self.index, self.index)]
+        if self.kernel.name == "precomputed":  # X is the Gram matrix: pick the entries
+            K = self.kernel(self.X[self.index][:, self.index])
+        else:  # the kernel between the rows in index only (a subset of X is not copied elsewhere)
+            rows, inv = np.unique(self.index, return_inverse=True)
+            Xr = self.X[rows]
+            K = self.kernel(Xr, Xr)[np.ix_(inv, inv)]
         Q = (self.y[:, None] * self.y[None, :]) * K
         Q[np.diag_indices_from(Q)] += self.shift
         return Q
@@ -87,10 +91,21 @@ class DualProblem:
         return float(0.5 * alpha @ Q @ alpha + self.p @ alpha)
 
 
-def csvc_problem(X, kernel, y, C, shift=None, hard=False):
+def _rows_of(index, n):
+    """The data rows of ``n`` points: ``index`` (rows of X, so subsets are never copies) or 0..n-1."""
+    if index is None:
+        return np.arange(n, dtype=np.int64)
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    if index.shape != (n,):
+        raise ValueError(f"index has shape {index.shape}; expected ({n},), one row of X per point")
+    return index
+
+
+def csvc_problem(X, kernel, y, C, shift=None, hard=False, index=None):
     """The 1-norm (or hard / 2-norm) C-SVC dual for labels ``y`` in {+1, -1}.
 
-    ``C`` is a scalar or a per-sample array (C times sample and class weights).
+    ``C`` is a scalar or a per-sample array (C times sample and class weights);
+    ``index`` the rows of ``X`` the points are (None: every row, in order).
     """
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
@@ -102,7 +117,7 @@ def csvc_problem(X, kernel, y, C, shift=None, hard=False):
         y=y,
         p=-np.ones(n),
         upper=upper,
-        index=np.arange(n, dtype=np.int64),
+        index=_rows_of(index, n),
         shift=np.zeros(n) if shift is None else np.broadcast_to(shift, (n,)).astype(np.float64),
     )
 
@@ -117,7 +132,7 @@ def greedy_fill(upper, total):
     return np.clip(total - before, 0.0, upper)
 
 
-def svr_problem(X, kernel, z, C, epsilon):
+def svr_problem(X, kernel, z, C, epsilon, index=None):
     r"""epsilon-SVR: :math:`2n` variables :math:`(\alpha, \alpha^*)` on the same data rows.
 
     .. math::
@@ -132,7 +147,7 @@ def svr_problem(X, kernel, z, C, epsilon):
     z = np.asarray(z, dtype=np.float64)
     n = z.shape[0]
     Cs = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,))
-    idx = np.arange(n, dtype=np.int64)
+    idx = _rows_of(index, n)
     return DualProblem(
         X=X,
         kernel=kernel,
@@ -144,7 +159,7 @@ def svr_problem(X, kernel, z, C, epsilon):
     )
 
 
-def nu_svr_problem(X, kernel, z, C, nu):
+def nu_svr_problem(X, kernel, z, C, nu, index=None):
     r"""nu-SVR (LIBSVM): ``p = [-z, +z]``, the two constraints
     :math:`\sum_i\alpha_i = \sum_i\alpha_i^* = \nu\sum_iC_i/2` (``nu_constraints``);
     the tube width is :math:`\varepsilon = -r` of the nu-solver."""
@@ -152,7 +167,7 @@ def nu_svr_problem(X, kernel, z, C, nu):
     n = z.shape[0]
     Cs = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
     start = greedy_fill(Cs, nu * Cs.sum() / 2)
-    idx = np.arange(n, dtype=np.int64)
+    idx = _rows_of(index, n)
     return DualProblem(
         X=X,
         kernel=kernel,
@@ -167,12 +182,12 @@ def nu_svr_problem(X, kernel, z, C, nu):
     )
 
 
-def one_class_problem(X, kernel, nu, weights=None):
+def one_class_problem(X, kernel, nu, weights=None, index=None):
     r"""One-class SVM (Schoelkopf et al.): :math:`\min\tfrac12\alpha^TK\alpha`,
     :math:`e^T\alpha = \nu\sum_iw_i`, :math:`0 \le \alpha_i \le w_i` (``y = +1``, ``p = 0``,
     ``delta = nu * sum(w)``), from LIBSVM's start: the first :math:`\lfloor\nu n\rfloor`
     at their bound, one fractional."""
-    n = X.shape[0]
+    n = X.shape[0] if index is None else len(index)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     total = float(nu * w.sum())
     return DualProblem(
@@ -181,14 +196,14 @@ def one_class_problem(X, kernel, nu, weights=None):
         y=np.ones(n),
         p=np.zeros(n),
         upper=w.copy(),
-        index=np.arange(n, dtype=np.int64),
+        index=_rows_of(index, n),
         shift=np.zeros(n),
         delta=total,
         alpha0=greedy_fill(w, total),
     )
 
 
-def nu_svc_problem(X, kernel, y, nu, weights=None):
+def nu_svc_problem(X, kernel, y, nu, weights=None, index=None):
     r"""nu-SVC (LIBSVM's scaled form): :math:`\min\tfrac12\alpha^TQ\alpha` with
     :math:`\sum_{y_i=+1}\alpha_i = \sum_{y_i=-1}\alpha_i = \nu\sum_iw_i/2`,
     :math:`0 \le \alpha_i \le w_i` (``nu_constraints``).  The solution divided by the
@@ -210,7 +225,7 @@ def nu_svc_problem(X, kernel, y, nu, weights=None):
         y=y,
         p=np.zeros(n),
         upper=w.copy(),
-        index=np.arange(n, dtype=np.int64),
+        index=_rows_of(index, n),
         shift=np.zeros(n),
         delta=0.0,
         alpha0=start,

@@ -38,15 +38,11 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .formulations import AUTO_BATCHED_MIN_N
+from . import formulations
 from .kernels import densify_if_cheap
 from .kernels.objects import block_rows_for
-from .problem import nu_svr_problem, svr_problem
 from .solvers import smo
 from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, check_finite_solution, warn_not_converged
-
-#: solvers of the estimators with one decision function
-SOLVERS = ("smo", "batched", "auto")
 
 
 def _check_epsilon(value):
@@ -81,21 +77,25 @@ class BaseSingleSVM(BaseKernelSVM):
             raise ValueError("every sample has zero weight: nothing to fit")
         return rows
 
+    #: the registered formulation (:mod:`maxmargin.formulations`) this estimator fits
+    _formulation = ""
+
     def _check_solver(self):
-        solver = getattr(self, "solver", "smo")
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+        formulations.check_solver(self._formulation, getattr(self, "solver", "auto"))
 
-    def _solve(self, problem):
-        solver = getattr(self, "solver", "smo")
-        if solver == "auto":
-            solver = "batched" if problem.n_var >= AUTO_BATCHED_MIN_N else "smo"
-        if solver == "batched":
-            from .solvers import batched
-
-            return batched.solve(problem, **self._solver_options())
+    def _fit_single(self, X, z, C, rows, alpha0=None, **params):
+        """The fit of this estimator's formulation on rows ``rows`` of ``X`` (no copy), with
+        targets ``z`` and bounds ``C`` over those rows, through :func:`maxmargin.formulations.fit`."""
+        kern = self._fit_kernel(X)
+        options = self._solver_options()
+        if alpha0 is not None:
+            options["alpha0"] = alpha0
         with smo.kernel_row_pool(self._row_pool()):
-            return smo.solve(problem, **self._solver_options())
+            fit = formulations.fit(
+                self._formulation, X, z, C, kern, getattr(self, "solver", "auto"), rows=rows, **options, **params
+            )
+        self._set_single(X, rows, fit.coef, fit.rho, fit)
+        return fit
 
     def _set_single(self, X, rows, coef, rho, sol):
         """Fitted attributes from the coefficients ``coef`` of the rows ``rows`` (ascending)."""
@@ -142,23 +142,13 @@ class BaseSingleSVM(BaseKernelSVM):
 
 
 class _BaseRegressor(RegressorMixin, BaseSingleSVM):
-    def _fit_regression(self, X, y, sample_weight, build, warm=None):
+    def _fit_regression(self, X, y, sample_weight, warm=None, **params):
         X, y = self._validate_train(X, y, y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         sw = self._sample_weights(sample_weight, X)
         rows = self._positive_rows(sw)
-        n = X.shape[0]
-        alpha0 = warm(n, rows) if warm is not None else None
-        kern = self._fit_kernel(X)
-        Xs = self._subset(X, rows, self.kernel == "precomputed")
-        problem = build(Xs, kern, y[rows], sw[rows])
-        if alpha0 is not None:
-            problem.alpha0 = alpha0
-        sol = self._solve(problem)
-        m = rows.shape[0]
-        beta = sol.alpha[:m] - sol.alpha[m:]
-        self._set_single(X, rows, beta, sol.rho, sol)
-        return sol
+        alpha0 = warm(X.shape[0], rows) if warm is not None else None
+        return self._fit_single(X, y[rows], self.C * sw[rows], rows, alpha0, **params)
 
     def predict(self, X):
         """Predicted values ``f(x)``, shape (n,)."""
@@ -206,6 +196,8 @@ class SVR(_BaseRegressor):
     fit_time_ : float
         Seconds spent in ``fit``.
     """
+
+    _formulation = "eps-svr"
 
     def __init__(
         self,
@@ -263,10 +255,7 @@ class SVR(_BaseRegressor):
         self._check_solver_params()
         t0 = time.perf_counter()
 
-        def build(Xs, kern, z, w):
-            return svr_problem(Xs, kern, z, self.C * w, self.epsilon)
-
-        self._fit_regression(X, y, sample_weight, build, warm=self._previous_alpha)
+        self._fit_regression(X, y, sample_weight, warm=self._previous_alpha, epsilon=self.epsilon)
         self._C_fit = self.C
         self.fit_time_ = time.perf_counter() - t0
         return self
@@ -291,6 +280,8 @@ class NuSVR(_BaseRegressor):
     """
 
     _state_attributes = BaseSingleSVM._state_attributes + ("epsilon_",)
+
+    _formulation = "nu-svr"
 
     def __init__(
         self,
@@ -335,10 +326,7 @@ class NuSVR(_BaseRegressor):
         self._check_solver()
         t0 = time.perf_counter()
 
-        def build(Xs, kern, z, w):
-            return nu_svr_problem(Xs, kern, z, self.C * w, self.nu)
-
-        sol = self._fit_regression(X, y, sample_weight, build)
-        self.epsilon_ = -float(sol.extra["r"])
+        fit = self._fit_regression(X, y, sample_weight, nu=self.nu)
+        self.epsilon_ = float(fit.extra["epsilon"])
         self.fit_time_ = time.perf_counter() - t0
         return self

@@ -47,6 +47,7 @@ from .kernels.blocks import block_data
 from .kernels.objects import block_rows_for, make_kernel
 from .problem import DualProblem, nu_svc_problem
 from .solvers import ovo, smo
+from .solvers import registry as solver_registry
 
 
 def _check_positive(name, value, allow_none=False):
@@ -167,33 +168,6 @@ def _check_class_labels(y):
                     "(SVR or NuSVR; --type epsilon-svr or nu-svr on the command line)"
                 ) from None
         raise
-
-
-def _nu_no_margin_message(problem, r, nu):
-    """Why a nu-SVC problem has no margin (r <= 0, w = 0), and what can help."""
-    y = problem.y
-    text = (
-        f"nu-SVC found no margin (r = {r:.3g}) for nu={nu!r}: the two classes' reduced convex hulls in "
-        "feature space overlap, so w = 0 and the decision function would be constant"
-    )
-    n = y.shape[0]
-    if n <= 4000 and problem.kernel.code != 4:
-        w = np.asarray(problem.upper, dtype=np.float64)  # the sample (times class) weights
-        c = np.where(y > 0, w / max(w[y > 0].sum(), 1e-300), -w / max(w[y < 0].sum(), 1e-300))
-        X = problem.X[problem.index] if getattr(problem, "index", None) is not None else problem.X
-        with np.errstate(all="ignore"):
-            dist2 = float(c @ problem.kernel.mmv(X, X, c))
-        scale = float(np.max(np.abs(problem.kernel.diag(X)), initial=0.0))
-        if not dist2 > 1e-12 * max(scale, 1e-300):
-            return (
-                text + ". The two classes have the same mean in feature space (for example constant features "
-                "or identical points with different labels), so no nu gives a margin: use C-SVC "
-                "(SVC; --type c-svc), another kernel, or features that tell the classes apart"
-            )
-    return (
-        text + ". A larger nu (up to the feasibility limit 2 min(n_a, n_b) / (n_a + n_b)) shrinks the hulls "
-        "towards the class means; C-SVC (SVC; --type c-svc) fits such data with any C"
-    )
 
 
 class BaseKernelSVM(BaseEstimator):
@@ -384,7 +358,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     def _check_feasible(self, members, bounds, pairs):
         """Hook: raise ValueError when a binary problem has no feasible point."""
 
-    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):  # pragma: no cover - abstract
+    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None, rows=None):  # pragma: no cover - abstract
         """Fit one binary problem; returns a :class:`maxmargin.formulations.BinaryFit`."""
         raise NotImplementedError
 
@@ -441,9 +415,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         else:
             with smo.kernel_row_pool(self._row_pool()):
                 for p_no, (rows, ysub) in enumerate(members):
-                    Xs = self._subset(X, rows, precomputed)
                     options = self._solver_options(p_no, len(pairs))
-                    fit = self._fit_pair(Xs, ysub, C_all[rows], kern, options, None if warm is None else warm[p_no])
+                    alpha0 = None if warm is None else warm[p_no]
+                    fit = self._fit_pair(X, ysub, C_all[rows], kern, options, alpha0, rows=rows)
                     fits.append(fit)
                     if fit.status == "callback":
                         break
@@ -533,7 +507,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             if fits[p_no] is None:
                 rows, ysub = members[p_no]
                 options = self._solver_options(p_no, len(pairs))
-                fits[p_no] = self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options)
+                fits[p_no] = self._fit_pair(X, ysub, C_all[rows], kern, options, rows=rows)
         return fits
 
     def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers):
@@ -552,7 +526,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         def one(p_no, cache):
             rows, ysub = members[p_no]
             options = dict(self._solver_options(p_no, n_pairs), cache_size=cache, callback=halt)
-            return self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options, None)
+            return self._fit_pair(X, ysub, C_all[rows], kern, options, None, rows=rows)
 
         big = [p for p in range(n_pairs) if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
         small = [p for p in range(n_pairs) if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
@@ -768,9 +742,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 def fit_fold(train, alpha0, Xs=Xs, ysub=ysub, bounds=bounds, options=options):
                     problem = self._fold_problem(Xs, ysub, bounds, kern, train)
                     if problem is None:
-                        return self._fit_pair(
-                            self._subset(Xs, train, precomputed), ysub[train], bounds[train], kern, options, alpha0
-                        )
+                        return self._fit_pair(Xs, ysub[train], bounds[train], kern, options, alpha0, rows=train)
                     return self._fit_fold_problem(problem, options, alpha0)
 
                 # the folds are problems over the pair's own data rows (``index`` = the training
@@ -1093,12 +1065,13 @@ class SVC(BaseSVMClassifier):
     def _pairs_compile(self):
         return self.formulation == "l1" and self.solver in ("auto", "smo") and not self.solver_options
 
-    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
+    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None, rows=None):
+        """One binary problem on rows ``rows`` of ``X`` (None: every row), through the registry."""
         if alpha0 is not None:
             options = dict(options, alpha0=alpha0)
         if self.solver_options:
             options = dict(options, **self.solver_options)
-        return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, **options)
+        return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, rows=rows, **options)
 
     def _fold_problem(self, X, y, bounds, kern, train):
         solver = formulations.resolve_solver(self.formulation, self.solver, train.shape[0])
@@ -1219,8 +1192,7 @@ class NuSVC(BaseSVMClassifier):
 
     def _check_box_params(self):
         _check_nu(self.nu)
-        if self.solver not in ("auto", "smo", "batched"):
-            raise ValueError(f"solver must be one of ('auto', 'smo', 'batched'), got {self.solver!r}")
+        formulations.check_solver("nu-svc", self.solver)
 
     def _upper_bounds(self, weights):
         return np.asarray(weights, dtype=np.float64)
@@ -1242,54 +1214,20 @@ class NuSVC(BaseSVMClassifier):
     def _pairs_use_smo(self):
         return self.solver in ("auto", "smo")
 
-    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None):
+    def _fit_pair(self, X, y, bounds, kern, options, alpha0=None, rows=None):
         if alpha0 is not None:  # pragma: no cover - NuSVC has no warm start
             raise ValueError("NuSVC does not take a starting point")
-        problem = nu_svc_problem(X, kern, y, self.nu, bounds)
-        return self._fit_fold_problem(problem, options, None, details=True)
+        return formulations.fit("nu-svc", X, y, bounds, kern, self.solver, rows=rows, nu=self.nu, **options)
 
     def _fold_problem(self, X, y, bounds, kern, train):
         problem = nu_svc_problem(X, kern, y[train], self.nu, bounds[train])
         problem.index = train.astype(np.int64)
         return problem
 
-    def _fit_fold_problem(self, problem, options, alpha0, details=False):
-        """Solve a nu-SVC problem from LIBSVM's start and rescale the solution by 1/r."""
-        y = problem.y
-        solver = self.solver
-        if solver == "auto":
-            solver = "batched" if problem.n_var >= formulations.AUTO_BATCHED_MIN_N else "smo"
-        if solver == "batched":
-            from .solvers import batched
-
-            sol = batched.solve(problem, **options)
-        else:
-            sol = smo.solve(problem, **options)
-        r = float(sol.extra["r"])
-        if not r > 0:
-            raise ValueError(_nu_no_margin_message(problem, r, self.nu))
-        alpha = sol.alpha / r
-        rho = sol.rho / r
-        obj = sol.objective / r / r  # r * r may underflow for tiny kernel values
-        fit = formulations.BinaryFit(
-            alpha=alpha,
-            rho=float(rho),
-            objective=float(obj),
-            n_iter=int(sol.n_iter),
-            violation=float(sol.violation),
-            converged=bool(sol.converged),
-            status=sol.status,
-            extra=dict(sol.extra, r=r),
-            formulation="nu",
-            solver=solver,
-        )
-        if details:
-            s_train = y * (sol.grad - problem.p) / r  # sum_j alpha_j y_j K_ij at the training rows
-            decision = s_train - rho
-            w_norm = float(np.sqrt(max(2.0 * obj, 0.0)))
-            margin = formulations.margin_from_definition(w_norm, y, decision) if w_norm > 0 else np.inf
-            if getattr(problem.kernel, "name", "") == "linear":
-                fit.w = np.asarray(problem.X.T @ (alpha * y)).ravel()
-            fit.margin = margin
-            fit.extra.update(w_norm=w_norm, margin=margin, train_decision=decision)
-        return fit
+    def _fit_fold_problem(self, problem, options, alpha0):
+        """Solve a nu-SVC fold problem from LIBSVM's start and rescale the solution by 1/r."""
+        solver = formulations.resolve_solver("nu-svc", self.solver, problem.n_var)
+        spec = solver_registry.spec(solver)
+        passed, _ = solver_registry.split_options(solver, options)
+        sol = spec.solve(problem, **passed)
+        return formulations.get("nu-svc").rescale(problem, sol, self.nu, spec, details=False)

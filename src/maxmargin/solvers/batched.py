@@ -46,6 +46,13 @@ from ..kernels.engine import CHUNK, PARALLEL_MIN_WORK, KernelRows
 from .base import Solution
 from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("dual", "nu-dual")
+OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
+OWN_OPTIONS = ("working_set_size_", "inner_max_iter")
+TRAITS = ("iterative", "libsvm-rho")
+
 TAU = 1e-12
 #: rebuild the gradient and look at every variable once the active violation is
 #: below 10 tol (LIBSVM does); when False, only when the active problem is solved

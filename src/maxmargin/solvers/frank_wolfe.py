@@ -77,6 +77,13 @@ from ..kernels.objects import LinearKernel, PolynomialKernel, RBFKernel, Sigmoid
 from .base import Solution
 
 #: kernels whose rows come from the shared formula (a user subclass may override its block)
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("simplex",)
+OPTIONS = ("tol", "max_iter", "cache_size", "callback", "callback_info", "time_limit", "verbose")
+OWN_OPTIONS = ("step", "start")
+TRAITS = ("iterative",)
+
 BUILTIN = (LinearKernel, PolynomialKernel, RBFKernel, SigmoidKernel)
 
 STEPS = ("2/(t+2)", "line-search", "away", "pairwise")

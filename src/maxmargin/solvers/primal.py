@@ -45,6 +45,13 @@ from .base import Solution
 from .qp import QPInfeasibleError, QPTooLargeError, run_qp
 
 #: Largest number of training rows the primal QP accepts by default.
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("primal-qp",)
+OPTIONS = ("time_limit", "verbose")
+OWN_OPTIONS = ("backend", "max_n", "sv_threshold")
+TRAITS = ()
+
 MAX_PRIMAL_ROWS = 20000
 #: Largest number of non-zeros of the data matrix the primal QP accepts by default.
 MAX_PRIMAL_NNZ = 20_000_000

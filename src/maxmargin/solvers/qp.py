@@ -68,6 +68,13 @@ import scipy.sparse as sp
 from .base import Solution
 
 #: Largest number of dual variables the QP solver accepts by default (Q is dense).
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("dual", "nu-dual", "simplex")
+OPTIONS = ("time_limit", "verbose")
+OWN_OPTIONS = ("backend", "max_n", "sv_threshold")
+TRAITS = ()
+
 MAX_QP_VARIABLES = 3000
 #: Backends tried in order.
 BACKENDS = ("clarabel", "osqp", "cvxopt")

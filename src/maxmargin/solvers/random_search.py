@@ -42,6 +42,13 @@ import scipy.sparse as sp
 
 from .primal import PrimalProblem, PrimalSolution
 
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("zero-one",)
+OPTIONS = ("callback", "callback_info", "time_limit", "verbose")
+OWN_OPTIONS = ("n_candidates", "n_starts", "n_local", "batch", "random_state")
+TRAITS = ()
+
 
 def _objectives(problem, W, B):
     """Objective of eq. (11) (scaled) for the columns of W (d, m) and biases B (m,)."""

@@ -90,6 +90,13 @@ from ..kernels.rowcache import (  # noqa: F401
 )
 from .base import Solution
 
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("dual", "nu-dual")
+OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
+OWN_OPTIONS = ()
+TRAITS = ("iterative", "libsvm-rho")
+
 TAU = 1e-12
 INF = np.inf
 

@@ -60,6 +60,13 @@ import numpy as np
 from .primal import PrimalProblem, PrimalSolution
 
 #: iteration limit used when ``max_iter`` is None or -1
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
+#: the common options it reads (the others are ignored), its own options, and its traits.
+PROBLEMS = ("hinge",)
+OPTIONS = ("tol", "max_iter", "callback", "callback_info", "time_limit", "verbose")
+OWN_OPTIONS = ("batch_size", "averaging", "random_state", "check_every", "min_iter")
+TRAITS = ("iterative",)
+
 DEFAULT_MAX_ITER = 20_000
 
 

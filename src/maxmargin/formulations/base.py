@@ -1,0 +1,238 @@
+r"""The registry: formulation objects, and the one route from (formulation, solver) to a fit.
+
+A formulation is a small object (:class:`Formulation`) that knows
+
+* ``problems``: the kinds of problem it can be posed as
+  (:data:`maxmargin.solvers.registry.PROBLEM_KINDS`), first the preferred;
+* ``params``: the keyword options it reads itself (``bias``, ``nu``, ...);
+* ``build(kind, data, solver, params) -> problem``;
+* ``finish(problem, solution, data, solver, params) -> BinaryFit``.
+
+The solvers declare the kinds they take (:mod:`maxmargin.solvers.registry`), so a
+(formulation, solver) pair is valid exactly when they share a kind.  :func:`fit`
+builds, solves and finishes; every estimator goes through it.
+
+The training rows are an index array ``rows`` into ``X``: the dual problems carry it
+as their ``index`` (nothing is copied), and only the explicit primal and simplex
+problems, which are small by nature, take ``X[rows]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..solvers import registry
+
+#: from this many variables on, solver='auto' takes the batched solver for the standard duals
+#: (benchmarks/crossover.py on subsets of a9a, ijcnn1, usps, Skin_NonSkin: SMO wins at 2000,
+#: at 4000 they are even, at 8000 the batched solver wins on the wide data)
+AUTO_BATCHED_MIN_N = 4000
+
+#: formulation name -> Formulation object (filled by :func:`register`)
+REGISTRY = {}
+
+
+@dataclass
+class BinaryFit:
+    """One fitted problem with a single decision function.
+
+    The decision function is ``f(x) = sum_i coef_i K(x_i, x) - rho`` over the
+    training rows; for classification ``coef = alpha * y`` (labels y in {+1, -1}),
+    for epsilon/nu-SVR ``coef = alpha - alpha*``, for one-class ``coef = alpha``
+    (``coef`` is always set by :func:`fit`; ``alpha`` may be None for primal-only
+    solvers, which then set ``w`` and ``rho`` for a linear kernel).
+
+    ``w`` is also set for dual solutions with the linear kernel.  ``margin`` is
+    the geometric margin of the formulation (``extra['margin']`` too).  ``extra``
+    further holds ``w_norm``, ``bias_rule``, ``primal_objective`` (and
+    ``duality_gap`` = primal + dual objective for the soft-margin duals),
+    ``train_decision`` (f on the training rows) and the solver's own extras.
+    """
+
+    alpha: np.ndarray | None
+    rho: float
+    objective: float
+    n_iter: int
+    violation: float
+    converged: bool
+    status: str = "converged"
+    gap: float | None = None
+    w: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+    margin: float | None = None
+    formulation: str = "l1"
+    solver: str = "smo"
+    coef: np.ndarray | None = None
+
+
+@dataclass
+class Data:
+    """The training data of one problem: rows ``rows`` of ``X`` (None: every row), with
+    labels or targets ``y`` and per-row bounds ``C`` (C times the weights) over those rows."""
+
+    X: object
+    y: np.ndarray
+    C: np.ndarray
+    kernel: object
+    rows: np.ndarray | None = None
+
+    @property
+    def n(self):
+        return self.y.shape[0]
+
+    @property
+    def index(self):
+        """Row of ``X`` of each training point (int64)."""
+        if self.rows is None:
+            return np.arange(self.n, dtype=np.int64)
+        return np.ascontiguousarray(self.rows, dtype=np.int64)
+
+    @property
+    def precomputed(self):
+        return getattr(self.kernel, "name", "") == "precomputed"
+
+    def subset(self):
+        """``X`` restricted to the rows (a copy, for the explicit primal and simplex problems)."""
+        if self.rows is None:
+            return self.X
+        return self.X[self.rows][:, self.rows] if self.precomputed else self.X[self.rows]
+
+    def linear_w(self, coef):
+        """``w = sum_i coef_i x_i`` (linear kernel)."""
+        X = self.X if self.rows is None else self.X[self.rows]
+        return np.asarray(X.T @ coef).ravel()
+
+
+class Formulation:
+    """One formulation: how its problem is built and how a solution becomes a fit."""
+
+    name = ""
+    #: kinds of problem it can be posed as, the preferred first
+    problems = ()
+    #: keyword options it reads itself (the rest go to the solver)
+    params = ()
+
+    def n_var(self, data):
+        """Number of dual variables (what solver='auto' goes by)."""
+        return data.n
+
+    def auto(self, n_var):
+        """(solver, default options) that ``'auto'`` stands for."""
+        return ("batched" if n_var >= AUTO_BATCHED_MIN_N else "smo"), {}
+
+    def kind_for(self, spec):
+        for kind in self.problems:
+            if spec.takes(kind):
+                return kind
+        return None
+
+    def check_params(self, params, kind):
+        """Validate the formulation's own options for a problem of ``kind``."""
+
+    def build(self, kind, data, spec, params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def solve(self, problem, spec, passed, data, params):
+        return spec.solve(problem, **passed)
+
+    def finish(self, problem, sol, data, spec, params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def register(form):
+    """Add a formulation object to :data:`REGISTRY` (returns it)."""
+    REGISTRY[form.name] = form
+    return form
+
+
+def get(name):
+    """The registered formulation ``name`` (ValueError naming the known ones)."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"formulation must be one of {tuple(REGISTRY)}, got {name!r}") from None
+
+
+def solvers_for(name):
+    """The solvers that take formulation ``name``, ``'auto'`` first."""
+    form = get(name)
+    return ("auto",) + tuple(s for s, spec in registry.specs().items() if form.kind_for(spec) is not None)
+
+
+def _is_linear(kernel):
+    return getattr(kernel, "name", kernel) == "linear"
+
+
+def check_solver(name, solver, kernel=None):
+    """Raise ValueError (naming the solvers that fit) for a solver that cannot solve
+    formulation ``name``, or a primal-only solver with a non-linear kernel."""
+    ok = solvers_for(name)
+    if solver not in ok:
+        known = ("auto",) + tuple(registry.specs())
+        if solver not in known:
+            raise ValueError(f"solver must be one of {known}, got {solver!r}; for {name!r}: {ok}")
+        raise ValueError(f"formulation={name!r} cannot be solved by solver={solver!r}; it can by {ok}")
+    if kernel is not None and solver != "auto" and registry.spec(solver).linear_only and not _is_linear(kernel):
+        raise ValueError(
+            f"solver={solver!r} works in the explicit feature space of the linear kernel only; "
+            f"got kernel {getattr(kernel, 'name', kernel)!r}. Use kernel='linear', or a dual solver "
+            "('smo', 'qp', 'frank-wolfe') for other kernels"
+        )
+
+
+def fit(name, X, y, C, kernel, solver="auto", rows=None, **options):
+    """Fit one problem of formulation ``name`` on rows ``rows`` of ``X`` (None: all).
+
+    ``y`` (labels +1/-1, or regression targets) and ``C`` (a scalar or per-row bounds:
+    C times the weights; the weights themselves for one-class) are over those rows.
+    ``options``: the formulation's own (``bias``, ``nu``, ...), the common solver
+    options and the solver's own; an option nobody takes raises ValueError.
+    ``alpha0`` (a starting point over the dual variables) warm-starts the dual solvers.
+    """
+    form = get(name)
+    check_solver(name, solver, kernel)
+    y = np.asarray(y, dtype=np.float64)
+    C = np.ascontiguousarray(np.broadcast_to(np.asarray(C, dtype=np.float64), y.shape))
+    data = Data(X, y, C, kernel, None if rows is None else np.asarray(rows, dtype=np.int64))
+    if solver == "auto":
+        solver, defaults = form.auto(form.n_var(data))
+        options = {**defaults, **options}
+        check_solver(name, solver, kernel)
+    spec = registry.spec(solver)
+    passed, params = registry.split_options(solver, options, form.params)
+    kind = form.kind_for(spec)
+    form.check_params(params, kind)
+    problem = form.build(kind, data, spec, params)
+    alpha0 = options.get("alpha0")
+    if alpha0 is not None and kind in ("dual", "nu-dual"):
+        problem.alpha0 = np.asarray(alpha0, dtype=np.float64)
+    sol = form.solve(problem, spec, passed, data, params)
+    out = form.finish(problem, sol, data, spec, params)
+    out.solver = solver
+    return out
+
+
+def dual_scores(problem, alpha, grad):
+    """``s_t = sum_j alpha_j y_j K(x_t, x_j)`` at the problem's variables, from the gradient
+    :math:`G = Q\\alpha + p` when there is one (``Q`` with its diagonal shift)."""
+    y = problem.y
+    if grad is not None:
+        return y * (grad - problem.p - problem.shift * alpha)
+    idx = problem.index
+    sv = np.flatnonzero(alpha)
+    if sv.size == 0:
+        return np.zeros(y.shape[0])
+    coef = alpha[sv] * y[sv]
+    kernel = problem.kernel
+    if kernel.code == 4:
+        if kernel.name == "callable":
+            u, inv = np.unique(idx, return_inverse=True)
+            K = kernel(problem.X[u], problem.X[u])[np.ix_(inv, inv[sv])]
+        else:
+            K = problem.X[idx][:, idx[sv]]
+            K = K.toarray() if sp.issparse(K) else np.asarray(K)
+        return K @ coef
+    return kernel.mmv(problem.X[idx], problem.X[idx[sv]], coef)

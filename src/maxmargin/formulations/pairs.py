@@ -1,0 +1,81 @@
+"""Fits of the one-vs-one C-SVC problems that :mod:`maxmargin.solvers.ovo` solved all at once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import BinaryFit, _is_linear
+
+
+def fits_from_pairs(res, C, kernel, X, solver):
+    """:class:`BinaryFit` objects (formulation 'l1') for the one-vs-one problems that
+    :func:`maxmargin.solvers.ovo.solve_pairs` solved, with what :func:`fit_binary` adds
+    (training decision values, ||w||, margin, primal objective, duality gap) computed
+    for all pairs at once; each fit's arrays follow its rows in increasing order."""
+    sizes = np.array([r.shape[0] for r in res["rows"]], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    rows = np.concatenate(res["rows"]) if sizes.size else np.zeros(0, dtype=np.int64)
+    # y: +1 on the first class's rows (the first n_a of each pair as solve_pairs lays them out)
+    n_a = np.asarray(res["n_first"], dtype=np.int64)
+    pos = np.arange(rows.shape[0]) - np.repeat(starts, sizes)
+    y = np.where(pos < np.repeat(n_a, sizes), 1.0, -1.0)
+    unsolved = [p for p, a in enumerate(res["alpha"]) if a is None]
+    alpha = np.concatenate([np.zeros(sizes[p]) if a is None else a for p, a in enumerate(res["alpha"])])
+    grad = np.concatenate([-np.ones(sizes[p]) if g is None else g for p, g in enumerate(res["grad"])])
+    rho = np.asarray(res["rho"], dtype=np.float64).copy()
+    objective = np.asarray(res["objective"], dtype=np.float64).copy()
+    violation = np.asarray(res["violation"], dtype=np.float64).copy()
+    n_iter = np.nan_to_num(np.asarray(res["n_iter"], dtype=np.float64)).astype(np.int64)
+    U = C[rows]
+    from ..solvers.smo import compute_rho
+
+    for p in unsolved:  # stopped before this pair started: the zero start, not converged
+        sl = slice(starts[p], starts[p] + sizes[p])
+        rho[p] = compute_rho(y[sl], grad[sl], alpha[sl], U[sl])
+        objective[p] = 0.0
+        violation[p] = 2.0
+    rho_v = np.repeat(rho, sizes)
+    s = y * (grad + 1.0)  # sum_j alpha_j y_j K_tj from the gradient G = Q alpha - e
+    decision = s - rho_v
+    w_sq = np.maximum(np.add.reduceat(alpha * y * s, starts) if sizes.size else np.zeros(0), 0.0)
+    w_norm = np.sqrt(w_sq)
+    funct = y * decision
+    min_funct = np.minimum.reduceat(funct, starts) if sizes.size else np.zeros(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margin = np.where(w_norm > 0, min_funct / w_norm, np.inf)
+    primal = 0.5 * w_sq + (np.add.reduceat(U * np.maximum(0.0, 1.0 - funct), starts) if sizes.size else 0.0)
+    linear = _is_linear(kernel)
+    status = res["status"]
+    fits = []
+    for p in range(sizes.shape[0]):
+        sl = slice(starts[p], starts[p] + sizes[p])
+        order = np.argsort(rows[sl], kind="stable")
+        a_p = alpha[sl][order]
+        converged = status == "converged" and res["alpha"][p] is not None
+        extra = dict(
+            margin=float(margin[p]),
+            w_norm=float(w_norm[p]),
+            bias_rule="libsvm",
+            train_decision=decision[sl][order],
+            primal_objective=float(primal[p]),
+            duality_gap=float(primal[p] + objective[p]),
+        )
+        w = np.asarray(X[rows[sl][order]].T @ (a_p * y[sl][order])).ravel() if linear else None
+        fits.append(
+            BinaryFit(
+                alpha=a_p,
+                rho=float(rho[p]),
+                objective=float(objective[p]),
+                n_iter=int(n_iter[p]),
+                violation=float(violation[p]),
+                converged=bool(converged),
+                status="converged" if converged else status,
+                w=w,
+                extra=extra,
+                margin=float(margin[p]),
+                formulation="l1",
+                solver=solver,
+                coef=a_p * y[sl][order],
+            )
+        )
+    return fits
