@@ -18,7 +18,7 @@ def test_declarations_are_consistent():
         assert spec.problems and set(spec.problems) <= kinds, name
         assert set(spec.options) <= set(registry.COMMON_OPTIONS), name
         assert not set(spec.own_options) & set(registry.COMMON_OPTIONS), name
-        assert set(spec.traits) <= {"iterative", "libsvm-rho"}, name
+        assert set(spec.traits) <= set(registry.KNOWN_TRAITS), name
     for name, form in F.REGISTRY.items():
         assert form.name == name and set(form.problems) <= kinds
         assert len(F.solvers_for(name)) > 1, f"no solver takes {name!r}"

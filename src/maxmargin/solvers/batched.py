@@ -51,7 +51,7 @@ from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 PROBLEMS = ("dual", "nu-dual")
 OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
 OWN_OPTIONS = ("working_set_size_", "inner_max_iter")
-TRAITS = ("iterative", "libsvm-rho")
+TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
 #: rebuild the gradient and look at every variable once the active violation is

@@ -11,7 +11,11 @@ Each solver module declares, next to its ``solve(problem, **options) -> Solution
 ``TRAITS``
     ``'iterative'``: it stops at a tolerance and can be stopped by a callback (the
     hard margin bounds the box for it and watches its iterates);
-    ``'libsvm-rho'``: its ``Solution.rho`` is LIBSVM's offset (the free-SV average).
+    ``'libsvm-rho'``: its ``Solution.rho`` is LIBSVM's offset (the free-SV average);
+    ``'gathered-rows'``: it reads the training rows fastest from one contiguous block (its
+    kernel-row cache is keyed by data row, and a row over all of X is one BLAS product), so a
+    strict subset of X's rows is gathered for it once (``X[rows]``, as LIBSVM does per
+    one-vs-one pair); the others read the rows through the problem's ``index``.
 
 A formulation (:mod:`maxmargin.formulations`) says which kinds of problem it can be
 posed as; a (formulation, solver) pair is valid when they share a kind.  Nothing
@@ -34,6 +38,8 @@ PROBLEM_KINDS = {
     "hinge": "maxmargin.solvers.primal.PrimalProblem as the unconstrained hinge-loss primal (linear kernel)",
     "zero-one": "maxmargin.solvers.primal.PrimalProblem with the 0/1 error (linear kernel)",
 }
+#: the traits a solver may declare (see the module docstring)
+KNOWN_TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 #: the kinds that live in the explicit feature space of the linear kernel
 PRIMAL_KINDS = ("primal-qp", "hinge", "zero-one")
 #: options every solver accepts (each reads those that mean something to it, per its OPTIONS)

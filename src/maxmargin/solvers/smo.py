@@ -95,7 +95,7 @@ from .base import Solution
 PROBLEMS = ("dual", "nu-dual")
 OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
 OWN_OPTIONS = ()
-TRAITS = ("iterative", "libsvm-rho")
+TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
 INF = np.inf
