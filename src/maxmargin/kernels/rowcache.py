@@ -111,7 +111,7 @@ def compute_row(code, kp, X, data, indices, indptr, sqn, sparse, work, i, target
         for q in range(indptr[i], indptr[i + 1]):
             work[indices[q]] = 0.0
     elif m == X.shape[0] and X.shape[1] >= 8:
-        buf[:] = np.dot(X, X[i])
+        np.dot(X, X[i], buf)  # into buf: a slice assignment compiles a shape-checked copy (seconds)
     else:
         xi = X[i]
         for k in range(m):

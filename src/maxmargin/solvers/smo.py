@@ -325,6 +325,7 @@ def _reconstruct(kd, cache, sv, m):
     for k in range(m):
         is_act[active[k]] = True
     inactive = np.empty(n_var - m, dtype=np.int64)
+    whole = m >= 0  # a run-time True: a literal True would compile get_row a second time
     q = 0
     for t in range(n_var):
         if not is_act[t]:
@@ -338,7 +339,7 @@ def _reconstruct(kd, cache, sv, m):
                 kd,
                 cache,
                 kidx[j],
-                True,
+                whole,
                 act_data,
                 m,
             )
@@ -418,10 +419,18 @@ def _shrink(kd, cache, sv, tol, nu):
         else:
             k += 1
     # keep the active list in increasing order: the loops over it then walk every array
-    # forwards, which the memory prefetcher follows (swaps leave it scrambled)
-    active[:m].sort()
+    # forwards, which the memory prefetcher follows (swaps leave it scrambled).  A pass over a
+    # mask (O(n_var), once per shrinking round) instead of np.sort, whose compiled quicksort
+    # cost seconds of start-up; the set-aside tail active[m:] is not touched
+    keep = np.zeros(n_var, dtype=np.bool_)
     for k in range(m):
-        act_data[k] = kidx[active[k]]
+        keep[active[k]] = True
+    q = 0
+    for t in range(n_var):
+        if keep[t]:
+            active[q] = t
+            act_data[q] = kidx[t]
+            q += 1
     state[0] = m
 
 
@@ -482,6 +491,9 @@ def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     """
     kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     n_var = y.shape[0]
+    # run-time True: a literal True argument would compile _select_any and get_row a second time
+    # (Numba specialises on Literal[bool]), which was a fifth of the first fit's start-up
+    whole = n_var >= 0
     steps = 0
     while steps < max_steps:
         if shrinking:
@@ -501,7 +513,7 @@ def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 m = n_var
                 state[0] = m
                 cache[6][1] += 1  # the row cache's epoch: partial rows are stale once variables come back
-                i, j, viol = _select_any(kd, cache, sv, m, True, tol, nu)
+                i, j, viol = _select_any(kd, cache, sv, m, whole, tol, nu)
                 fstate[0] = viol
                 if j < 0:
                     return 0
@@ -557,7 +569,7 @@ def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                         kd,
                         cache,
                         kidx[v],
-                        True,
+                        whole,
                         act_data,
                         m,
                     )
