@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import types
 
 import numpy as np
 import scipy.sparse as sp
@@ -308,10 +309,17 @@ def _select_nu(kd, cache, sv, m, all_active, tol):
 
 
 @njit(cache=True)
-def _select_any(kd, cache, sv, m, all_active, tol, nu):
-    if nu:
-        return _select_nu(kd, cache, sv, m, all_active, tol)
+def _select_standard(kd, cache, sv, m, all_active, tol, nu):
     return _select(kd, cache, sv, m, all_active, tol)
+
+
+@njit(cache=True)
+def _select_two_sums(kd, cache, sv, m, all_active, tol, nu):
+    return _select_nu(kd, cache, sv, m, all_active, tol)
+
+
+#: the selection ``_run_py`` calls; each compiled copy of it binds its own (:func:`_with_selection`)
+_select_any = _select_standard
 
 
 @njit(cache=True)
@@ -477,8 +485,7 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
     return G, Gbar
 
 
-@njit(cache=True, nogil=True)
-def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
+def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     """Up to ``max_steps`` SMO steps. Returns 0 when optimal, 1 otherwise.
 
     ``nu`` selects the nu-variant (two equality constraints, pairs within a class).
@@ -582,6 +589,26 @@ def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
         state[3] += 1
         steps += 1
     return 1
+
+
+def _with_selection(select, suffix):
+    """``_run_py`` compiled with ``_select_any`` bound to ``select``, cached under its own name:
+    a C-SVC fit then compiles the standard selection only (the nu one is a second of start-up)."""
+    fn = types.FunctionType(_run_py.__code__, dict(globals(), _select_any=select), "_run" + suffix)
+    fn.__qualname__ = "_run" + suffix
+    fn.__doc__ = _run_py.__doc__
+    fn.__module__ = __name__
+    return njit(cache=True, nogil=True)(fn)
+
+
+_run_standard = _with_selection(_select_standard, "_standard")
+_run_two_sums = _with_selection(_select_two_sums, "_two_sums")
+
+
+def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
+    """Up to ``max_steps`` SMO steps (see ``_run_py``): the nu-variant's copy or the standard one."""
+    run = _run_two_sums if nu else _run_standard
+    return run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows)
 
 
 @njit(cache=True, nogil=True)
