@@ -137,9 +137,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .problem import csvc_problem
+from .solvers.divide import OPTIONS as DIVIDE_OPTIONS
 
 FORMULATIONS = ("l1", "hard", "l2", "l2-simplex", "zero-one")
-SOLVERS = ("auto", "smo", "batched", "qp", "frank-wolfe", "primal-qp", "subgradient", "random-search")
+SOLVERS = ("auto", "smo", "batched", "divide", "qp", "frank-wolfe", "primal-qp", "subgradient", "random-search")
 #: valid (formulation, solver) pairs
 VALID = {
     ("l1", "auto"),
@@ -153,6 +154,9 @@ VALID = {
     ("l1", "batched"),
     ("hard", "batched"),
     ("l2", "batched"),
+    ("l1", "divide"),
+    ("hard", "divide"),
+    ("l2", "divide"),
     ("l1", "qp"),
     ("hard", "qp"),
     ("l2", "qp"),
@@ -186,6 +190,7 @@ SOLVER_OPTIONS = {
     "auto": (),
     "smo": (),
     "batched": ("working_set_size_", "inner_max_iter"),
+    "divide": DIVIDE_OPTIONS,
     "qp": ("backend", "max_n", "sv_threshold"),
     "frank-wolfe": ("step", "start"),
     "primal-qp": ("backend", "max_n", "sv_threshold"),
@@ -196,6 +201,7 @@ SOLVER_OPTIONS = {
 _PASSED = {
     "smo": ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose"),
     "batched": ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose"),
+    "divide": ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose"),
     "qp": ("time_limit", "verbose"),
     "frank-wolfe": ("tol", "max_iter", "cache_size", "callback", "callback_info", "time_limit", "verbose"),
     "primal-qp": ("time_limit", "verbose"),
@@ -203,7 +209,7 @@ _PASSED = {
     "random-search": ("callback", "callback_info", "time_limit", "verbose"),
 }
 #: the two decomposition solvers of the standard dual
-SMO_LIKE = ("smo", "batched")
+SMO_LIKE = ("smo", "batched", "divide")  # divide: SMO-type parts and global step
 #: from this many variables on, solver='auto' takes the batched solver for the standard dual
 #: (benchmarks/crossover.py on subsets of a9a, ijcnn1, usps, Skin_NonSkin: SMO wins at 2000,
 #: at 4000 they are even, at 8000 the batched solver wins on the wide data)
@@ -640,7 +646,7 @@ def fit_binary(X, y, C, kernel, formulation="l1", solver="smo", **options):
     bias_rule = fit_opts.get("bias")
     if bias_rule is not None and bias_rule not in BIAS_RULES:
         raise ValueError(f"bias must be one of {BIAS_RULES} or None, got {bias_rule!r}")
-    if solver in ("smo", "batched", "qp", "frank-wolfe"):
+    if solver in ("smo", "batched", "divide", "qp", "frank-wolfe"):
         return _fit_dual(
             X, y, C, kernel, formulation, solver, passed, bias_rule, fit_opts.get("min_margin"), options.get("alpha0")
         )
@@ -677,7 +683,7 @@ def _fit_dual(X, y, C, kernel, formulation, solver, passed, bias_rule, min_margi
 
     stopped_unbounded = [False]
     if solver in SMO_LIKE:
-        from .solvers import batched, smo
+        from .solvers import batched, divide, smo
 
         if formulation == "hard":
             user_cb = passed.get("callback")
@@ -693,7 +699,7 @@ def _fit_dual(X, y, C, kernel, formulation, solver, passed, bias_rule, min_margi
             passed = dict(passed, callback=guard)
             if passed.get("callback_info") is None:
                 passed.pop("callback_info", None)
-        sol = (smo if solver == "smo" else batched).solve(problem, **passed)
+        sol = {"smo": smo, "batched": batched, "divide": divide}[solver].solve(problem, **passed)
     elif solver == "qp":
         from .solvers import qp
 

@@ -42,6 +42,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import formulations, probability
 from ._threads import cores, one_blas_thread
+from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
 from .kernels.objects import block_rows_for, make_kernel
@@ -1075,12 +1076,26 @@ class SVC(BaseSVMClassifier):
         self.predict_from_proba = predict_from_proba
         self.solver_options = solver_options
 
+    #: besides the base's: the routed level-k model of ``solver='divide'`` with ``early_stop``
+    #: (None otherwise; see :mod:`maxmargin.solvers.divide`)
+    _state_attributes = BaseSVMClassifier._state_attributes + _EARLY_ATTRIBUTES
+
     def _check_box_params(self):
         _check_positive("C", self.C)
         _check_bool("warm_start", self.warm_start)
         formulations.check_pair(self.formulation, self.solver)
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"solver_options must be a dict or None, got {self.solver_options!r}")
+
+    def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+        super()._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
+        early = fits[0].extra.get("early") if len(fits) == 1 else None
+        set_early_model(self, early, members[0][0] if early is not None else None)
+
+    def _ovo_decision(self, X):
+        if getattr(self, "_early_rho", None) is None:
+            return super()._ovo_decision(X)
+        return early_decision(self, X)
 
     def _upper_bounds(self, weights):
         return self.C * weights
@@ -1098,6 +1113,11 @@ class SVC(BaseSVMClassifier):
             options = dict(options, alpha0=alpha0)
         if self.solver_options:
             options = dict(options, **self.solver_options)
+            if options.get("early_stop") is not None and len(self.classes_) > 2:
+                raise ValueError(
+                    "solver_options['early_stop'] (solver='divide') routes each point to one part's "
+                    "binary model: it supports two classes only; leave it None for multi-class data"
+                )
         return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, **options)
 
     def _fold_problem(self, X, y, bounds, kern, train):
