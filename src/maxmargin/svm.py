@@ -40,7 +40,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import formulations, probability
+from . import formulations, probability, scaleout
 from ._threads import cores, one_blas_thread
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
 from .kernels import densify_if_cheap
@@ -392,7 +392,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     # ------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM on ``X`` (dense or sparse; the Gram matrix for a
-        precomputed kernel) and labels ``y``."""
+        precomputed kernel) and labels ``y``; dask arrays / DataFrames are gathered first
+        (:mod:`maxmargin.scaleout`)."""
+        if scaleout.is_dask(X) or scaleout.is_dask(y) or scaleout.is_dask(sample_weight):
+            X, y, sample_weight = scaleout.to_local(X, y, sample_weight)
         self._check_params()
         t_start = time.perf_counter()
         X, y = self._validate_train(X, y)
@@ -805,8 +808,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         Platt scaling of each one-vs-one decision value, coupled for several
         classes (Wu, Lin & Weng 2004); see :mod:`maxmargin.probability`, which also
         says exactly when ``argmax(predict_proba)`` and ``predict`` can disagree
-        (use ``predict_from_proba=True`` to make them agree).
+        (use ``predict_from_proba=True`` to make them agree).  On a dask collection:
+        a dask array, block by block.
         """
+        if scaleout.is_dask(X):
+            return scaleout.blockwise(self, "predict_proba", X)
         X = self._validate_for_predict(X)
         if not self._has_proba():
             raise NotFittedError("predict_proba is not available: the model was fitted with probability=False")
@@ -865,8 +871,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         Two classes: shape (n,), positive for ``classes_[1]``.  More classes:
         (n, n_classes) for ``decision_function_shape='ovr'``, else the
         one-vs-one values (n, n_classes*(n_classes-1)/2), positive for the
-        first class of each pair.
+        first class of each pair.  On a dask collection: a dask array, block by block.
         """
+        if scaleout.is_dask(X):
+            return scaleout.blockwise(self, "decision_function", X)
         X = self._validate_for_predict(X)
         dec = self._ovo_decision(X)
         if self.classes_.shape[0] == 2:
@@ -894,7 +902,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Class labels: the sign for two classes, one-vs-one voting otherwise
         (ties go to the class listed first, as in LIBSVM), or the arg-max of the
         one-vs-rest scores when ``break_ties=True``.  With
-        ``predict_from_proba=True``: ``argmax(predict_proba(X))``."""
+        ``predict_from_proba=True``: ``argmax(predict_proba(X))``.  On a dask
+        collection: a dask array, block by block."""
+        if scaleout.is_dask(X):
+            return scaleout.blockwise(self, "predict", X)
         X = self._validate_for_predict(X)
         dec = self._ovo_decision(X)
         if self.predict_from_proba and self.probability and self._has_proba():

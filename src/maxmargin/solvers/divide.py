@@ -146,9 +146,27 @@ def _centre_sq(Kss, labels, k):
     return np.einsum("ik,ij,jk->k", one, Kss, one) / size**2
 
 
-def kernel_kmeans(Kss, k, rng, n_iter=30):
-    """Kernel k-means (Lloyd's iterations in feature space) on the sample's Gram matrix;
-    k-means++ seeding; an emptied cluster takes the point farthest from its centre."""
+def kernel_kmeans(Kss, k, rng, n_iter=30, n_init=4):
+    """Kernel k-means (Lloyd's iterations in feature space) on the sample's Gram matrix:
+    the best of ``n_init`` runs (least within-cluster sum of squared distances)."""
+    best, best_cost = None, np.inf
+    diag = np.diag(Kss)
+    for _ in range(n_init):
+        labels = _kernel_kmeans_once(Kss, k, rng, n_iter)
+        csq = _centre_sq(Kss, labels, k)
+        one = np.zeros((Kss.shape[0], k))
+        one[np.arange(Kss.shape[0]), labels] = 1.0
+        size = np.maximum(one.sum(axis=0), 1.0)
+        own = (Kss @ one)[np.arange(Kss.shape[0]), labels] / size[labels]
+        cost = float(np.sum(diag - 2.0 * own + csq[labels]))
+        if cost < best_cost:
+            best, best_cost = labels, cost
+    return best
+
+
+def _kernel_kmeans_once(Kss, k, rng, n_iter):
+    """One kernel k-means run: k-means++ seeding, Lloyd's iterations; an emptied cluster
+    takes the point farthest from its centre."""
     m = Kss.shape[0]
     diag = np.diag(Kss).copy()
     # k-means++ on the feature-space distances d(i, j)^2 = K_ii + K_jj - 2 K_ij
