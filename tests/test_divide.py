@@ -163,3 +163,15 @@ def test_refuses_what_it_cannot_solve(rng):
         divide.solve(nu_svc_problem(X, make_kernel("rbf", gamma=1.0), np.where(y == 1, 1.0, -1.0), 0.3))
     with pytest.raises(ValueError, match="cannot be solved"):
         SVC(formulation="l2-simplex", solver="divide").fit(X, y)
+
+
+def test_early_single_class_parts_predict_their_class(rng):
+    """Parts holding one class only (far apart clusters) have no support vectors: their
+    model predicts that class (rho = -y)."""
+    centres = np.array([[0.0, 0.0], [30.0, 0.0], [0.0, 30.0], [30.0, 30.0]])
+    lab = rng.integers(4, size=400)
+    X = centres[lab] + rng.normal(size=(400, 2))
+    y = lab % 2
+    est = SVC(gamma=0.05, solver="divide", solver_options=dict(n_parts=4, early_stop=1)).fit(X, y)
+    assert est.support_.size == 0 and sorted(est._early_rho) == [-1.0, -1.0, 1.0, 1.0]
+    assert np.array_equal(est.predict(X), y)

@@ -143,7 +143,7 @@ def _centre_sq(Kss, labels, k):
     one = np.zeros((labels.shape[0], k))
     one[np.arange(labels.shape[0]), labels] = 1.0
     size = np.maximum(one.sum(axis=0), 1.0)
-    return np.einsum("ik,ij,jk->k", one, Kss, one) / size**2
+    return ((Kss @ one) * one).sum(axis=0) / size**2
 
 
 def kernel_kmeans(Kss, k, rng, n_iter=30, n_init=4):
@@ -264,14 +264,16 @@ def pick_solver(name, n_var):
 
 def solve_part(part, options):
     """Solve one part (a :class:`DualProblem`); runs in a thread or on a Dask worker.
-    Returns ``(alpha, rho, grad, objective, n_iter, status)``; a part with one class
-    only has the solution zero."""
+    Returns ``(alpha, rho, grad, objective, n_iter, status)``.  A part with one class
+    only has the solution zero, and ``rho = -y`` (its model predicts that class: the
+    decision value is ``-rho = y``)."""
     options = dict(options)
     name = options.pop("part_solver", "auto")
     y = part.y
     if y.size == 0 or not ((y > 0).any() and (y < 0).any()):
-        a = np.zeros(y.shape[0]) if part.alpha0 is None else np.zeros_like(part.alpha0)
-        return a, 0.0, part.p.copy(), 0.0, 0, "converged"
+        a = np.zeros(y.shape[0])
+        rho = -float(y[0]) if y.size else 0.0
+        return a, rho, part.p + part.shift * a, 0.0, 0, "converged"
     sol = pick_solver(name, part.n_var).solve(part, **options)
     return sol.alpha, float(sol.rho), sol.grad, float(sol.objective), int(sol.n_iter), sol.status
 
