@@ -13,7 +13,7 @@ worker's), killed after ``--cap`` seconds (reported as '>cap').  Data (fixed see
   skin    Skin_NonSkin (245k x 3; ../shared/data), random split, n training rows
   ijcnn1  ijcnn1 train + test (141,691 x 22) pooled, random split, n training rows
 
-Methods: batched (SVC solver='batched'), divide (exact), early (divide, early_stop=1),
+Methods: batched (SVC solver='batched'), divide (exact), early (divide, early_stop=1, --early-parts),
 dask1 / dask2 (divide on a LocalCluster of 1 / 2 worker processes, 1 thread each),
 sklearn (sklearn.svm.SVC), sklearnex (oneDAL).  RBF kernel, tol=1e-3, cache 200 MB.
 The table gives fit seconds, test accuracy, #SV, the dual objective, peak RSS, and the
@@ -81,7 +81,7 @@ def _objective(dual_coef, SV, gamma, intercept=None):
     return float(0.5 * c @ RBFKernel(gamma).mmv(SV, SV, c) - np.abs(c).sum())
 
 
-def run_one(method, data, n, n_parts):
+def run_one(method, data, n, n_parts, early_parts):
     Xtr, ytr, Xte, yte, p = make_data(data, n)
     C, gamma = p["C"], p["gamma"]
     kw = dict(C=C, gamma=gamma, tol=1e-3, cache_size=200)
@@ -92,7 +92,7 @@ def run_one(method, data, n, n_parts):
 
         opts = {"n_parts": n_parts}
         if method == "early":
-            opts["early_stop"] = 1
+            opts = {"n_parts": early_parts, "early_stop": 1}
         if method.startswith("dask"):
             from distributed import Client, LocalCluster
 
@@ -139,12 +139,13 @@ def main():
     ap.add_argument("--data", nargs="+", default=["mix20"])
     ap.add_argument("--sizes", nargs="+", type=int, default=[100_000])
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    ap.add_argument("--n-parts", type=int, default=8)
+    ap.add_argument("--n-parts", type=int, default=8, help="parts of the exact divide fits")
+    ap.add_argument("--early-parts", type=int, default=32, help="parts of the early (approximate) fit")
     ap.add_argument("--cap", type=float, default=1800, help="seconds per fit before it is killed")
     ap.add_argument("--one", nargs=3, metavar=("METHOD", "DATA", "N"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print("RESULT " + json.dumps(run_one(a.one[0], a.one[1], int(a.one[2]), a.n_parts)))
+        print("RESULT " + json.dumps(run_one(a.one[0], a.one[1], int(a.one[2]), a.n_parts, a.early_parts)))
         return
     env = dict(os.environ)
     src = str(HERE.parent / "src")
@@ -154,7 +155,8 @@ def main():
         for n in a.sizes:
             res = {}
             for m in a.methods:
-                cmd = [sys.executable, __file__, "--one", m, data, str(n), "--n-parts", str(a.n_parts)]
+                cmd = [sys.executable, __file__, "--one", m, data, str(n)]
+                cmd += ["--n-parts", str(a.n_parts), "--early-parts", str(a.early_parts)]
                 try:
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=a.cap + 120, env=env)
                     line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -167,7 +169,7 @@ def main():
                         print(f"  {m}: failed ({err[:200]})")
                 except subprocess.TimeoutExpired:
                     res[m] = None
-            print(f"\n{data}, n = {n:,} (test {N_TEST:,}), n_parts = {a.n_parts}")
+            print(f"\n{data}, n = {n:,} (test {N_TEST:,}), n_parts = {a.n_parts}, early: {a.early_parts} parts")
             print(
                 f"{'method':<10} {'fit s':>9} {'acc %':>7} {'#SV':>8} {'objective':>14} {'RSS MB':>8} {'worker MB':>10}"
             )

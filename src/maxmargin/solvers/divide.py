@@ -68,6 +68,7 @@ Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -416,7 +417,7 @@ def solve(
         return early_solution(problem, alpha, early, report, t0)
 
     tg = time.perf_counter()
-    problem.alpha0 = alpha
+    problem = dataclasses.replace(problem, alpha0=alpha)  # the caller's problem stays as it was
     if backend == "dask":
         sol = scaleout.global_solve(
             problem,
