@@ -40,8 +40,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import formulations, probability
+from . import formulations, probability, scaleout
 from ._threads import cores, one_blas_thread
+from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
 from .kernels.objects import block_rows_for, make_kernel
@@ -365,7 +366,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     # ------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM on ``X`` (dense or sparse; the Gram matrix for a
-        precomputed kernel) and labels ``y``."""
+        precomputed kernel) and labels ``y``; dask arrays / DataFrames are gathered first
+        (:mod:`maxmargin.scaleout`)."""
+        if scaleout.is_dask(X) or scaleout.is_dask(y) or scaleout.is_dask(sample_weight):
+            X, y, sample_weight = scaleout.to_local(X, y, sample_weight)
         self._check_params()
         t_start = time.perf_counter()
         X, y = self._validate_train(X, y)
@@ -776,8 +780,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         Platt scaling of each one-vs-one decision value, coupled for several
         classes (Wu, Lin & Weng 2004); see :mod:`maxmargin.probability`, which also
         says exactly when ``argmax(predict_proba)`` and ``predict`` can disagree
-        (use ``predict_from_proba=True`` to make them agree).
+        (use ``predict_from_proba=True`` to make them agree).  On a dask collection:
+        a dask array, block by block.
         """
+        if scaleout.is_dask(X):
+            return scaleout.blockwise(self, "predict_proba", X)
         X = self._validate_for_predict(X)
         if not self._has_proba():
             raise NotFittedError("predict_proba is not available: the model was fitted with probability=False")
@@ -836,8 +843,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         Two classes: shape (n,), positive for ``classes_[1]``.  More classes:
         (n, n_classes) for ``decision_function_shape='ovr'``, else the
         one-vs-one values (n, n_classes*(n_classes-1)/2), positive for the
-        first class of each pair.
+        first class of each pair.  On a dask collection: a dask array, block by block.
         """
+        if scaleout.is_dask(X):
+            return scaleout.blockwise(self, "decision_function", X)
         X = self._validate_for_predict(X)
         dec = self._ovo_decision(X)
         if self.classes_.shape[0] == 2:
@@ -865,7 +874,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Class labels: the sign for two classes, one-vs-one voting otherwise
         (ties go to the class listed first, as in LIBSVM), or the arg-max of the
         one-vs-rest scores when ``break_ties=True``.  With
-        ``predict_from_proba=True``: ``argmax(predict_proba(X))``."""
+        ``predict_from_proba=True``: ``argmax(predict_proba(X))``.  On a dask
+        collection: a dask array, block by block."""
+        if scaleout.is_dask(X):
+            return scaleout.blockwise(self, "predict", X)
         X = self._validate_for_predict(X)
         dec = self._ovo_decision(X)
         if self.predict_from_proba and self.probability and self._has_proba():
@@ -1047,12 +1059,26 @@ class SVC(BaseSVMClassifier):
         self.predict_from_proba = predict_from_proba
         self.solver_options = solver_options
 
+    #: besides the base's: the routed level-k model of ``solver='divide'`` with ``early_stop``
+    #: (None otherwise; see :mod:`maxmargin.solvers.divide`)
+    _state_attributes = BaseSVMClassifier._state_attributes + _EARLY_ATTRIBUTES
+
     def _check_box_params(self):
         _check_positive("C", self.C)
         _check_bool("warm_start", self.warm_start)
         formulations.check_pair(self.formulation, self.solver)
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"solver_options must be a dict or None, got {self.solver_options!r}")
+
+    def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+        super()._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
+        early = fits[0].extra.get("early") if len(fits) == 1 else None
+        set_early_model(self, early, members[0][0] if early is not None else None)
+
+    def _ovo_decision(self, X):
+        if getattr(self, "_early_rho", None) is None:
+            return super()._ovo_decision(X)
+        return early_decision(self, X)
 
     def _upper_bounds(self, weights):
         return self.C * weights
@@ -1071,6 +1097,11 @@ class SVC(BaseSVMClassifier):
             options = dict(options, alpha0=alpha0)
         if self.solver_options:
             options = dict(options, **self.solver_options)
+            if options.get("early_stop") is not None and len(self.classes_) > 2:
+                raise ValueError(
+                    "solver_options['early_stop'] (solver='divide') routes each point to one part's "
+                    "binary model: it supports two classes only; leave it None for multi-class data"
+                )
         return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, rows=rows, **options)
 
     def _fold_problem(self, X, y, bounds, kern, train):

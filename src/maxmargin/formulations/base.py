@@ -222,7 +222,7 @@ def fit(name, X, y, C, kernel, solver="auto", rows=None, **options):
     form.check_params(params, kind)
     problem = form.build(kind, data, spec, params)
     alpha0 = options.get("alpha0")
-    if alpha0 is not None and kind in ("dual", "nu-dual"):
+    if alpha0 is not None and kind in ("dual", "csvc-dual", "nu-dual"):
         problem.alpha0 = np.asarray(alpha0, dtype=np.float64)
     sol = form.solve(problem, spec, passed, data, params)
     out = form.finish(problem, sol, data, spec, params)

@@ -54,7 +54,7 @@ class _Classification(Formulation):
         rule = params.get("bias")
         if rule is not None and rule not in BIAS_RULES:
             raise ValueError(f"bias must be one of {BIAS_RULES} or None, got {rule!r}")
-        if rule is not None and kind not in ("dual", "simplex"):
+        if rule is not None and kind not in ("dual", "csvc-dual", "simplex"):
             raise ValueError(f"bias={rule!r} applies to the dual solvers; a primal solver finds b itself")
         if self.name == "l2-simplex" and rule not in (None, "simplex"):
             raise ValueError("formulation='l2-simplex' has its own bias b = -y'mu (seed 000, eq. 7): use bias=None")
@@ -99,7 +99,7 @@ class MarginDual(_Classification):
     r"""'l1', 'hard' and 'l2': the standard dual (eqs. 21, 17, 23) or their primal QPs."""
 
     def build(self, kind, data, spec, params):
-        if kind != "dual":
+        if kind not in ("dual", "csvc-dual"):
             return self._build_primal(data)
         X, y, C, kernel, index = data.X, data.y, data.C, data.kernel, data.index
         if self.name == "l1":
@@ -332,9 +332,9 @@ class NuClassification(Formulation):
         return fit
 
 
-L1 = register(MarginDual("l1", ("dual", "primal-qp", "hinge"), "libsvm"))
-HARD = register(MarginDual("hard", ("dual", "primal-qp"), "notebook"))
-L2 = register(MarginDual("l2", ("dual", "primal-qp"), "notebook"))
+L1 = register(MarginDual("l1", ("dual", "csvc-dual", "primal-qp", "hinge"), "libsvm"))
+HARD = register(MarginDual("hard", ("dual", "csvc-dual", "primal-qp"), "notebook"))
+L2 = register(MarginDual("l2", ("dual", "csvc-dual", "primal-qp"), "notebook"))
 L2_SIMPLEX = register(SimplexL2("l2-simplex", ("simplex", "primal-qp"), "simplex"))
 ZERO_ONE = register(ZeroOne("zero-one", ("zero-one",), None))
 NU_SVC = register(NuClassification())

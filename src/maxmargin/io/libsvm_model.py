@@ -463,6 +463,11 @@ def save_libsvm_model(estimator, path):
             "this model has no support vectors (fitted by a primal solver); "
             "LIBSVM model files describe a model by its support vectors"
         )
+    if getattr(estimator, "_early_rho", None) is not None:
+        raise ValueError(
+            "this model is the routed level-k model of solver='divide' with early_stop (one binary model "
+            "per part): a LIBSVM model file holds one model; use maxmargin.io.save_model"
+        )
     if getattr(estimator, "feature_names_in_", None) is not None:
         import warnings
 

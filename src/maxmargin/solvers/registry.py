@@ -32,6 +32,7 @@ from functools import cache
 PROBLEM_KINDS = {
     "dual": "maxmargin.problem.DualProblem with one equality constraint y'a = delta "
     "(C-SVC 1-norm, hard and 2-norm margins, epsilon-SVR, one-class)",
+    "csvc-dual": "the C-SVC dual as a DualProblem: one variable per data row, y'a = 0 (1-norm, hard, 2-norm)",
     "nu-dual": "maxmargin.problem.DualProblem with LIBSVM's two equality constraints (nu-SVC, nu-SVR)",
     "simplex": "maxmargin.solvers.frank_wolfe.SimplexProblem (the L2-SVM on the unit simplex, seed 000)",
     "primal-qp": "maxmargin.solvers.primal.PrimalProblem as a QP in (w, b, xi) (linear kernel)",
@@ -58,6 +59,7 @@ COMMON_OPTIONS = (
 MODULES = {
     "smo": "smo",
     "batched": "batched",
+    "divide": "divide",
     "qp": "qp",
     "frank-wolfe": "frank_wolfe",
     "primal-qp": "primal",

@@ -1,0 +1,279 @@
+r"""Divide-and-conquer SVMs on a Dask cluster (the optional extra ``maxmargin[dask]``).
+
+``SVC(solver='divide', solver_options={'backend': 'dask'})`` runs
+:mod:`maxmargin.solvers.divide` on the workers of the active Dask client
+(``distributed.get_client()``: create a ``Client`` first; estimators never hold one, so
+they stay clonable and picklable):
+
+* each part is one task (``client.submit``) that receives only that part's rows and
+  returns its multipliers; Cascade levels receive only support vectors;
+* the global step (:func:`global_solve`) keeps the data as row blocks on the workers
+  (scattered once) and repeats, until the KKT condition holds over all rows:
+
+  1. the scores :math:`s_i = \sum_{j\in SV}\alpha_jy_jK(x_j,x_i)` are computed blockwise
+     on the workers, where the blocks live; only the support vectors and their
+     coefficients travel; from them :math:`G = y\circ s + p + \text{shift}\circ\alpha`;
+  2. the maximal KKT violation over *all* rows,
+     :math:`\max_{I_{up}} -y_tG_t - \min_{I_{low}} -y_tG_t`, is tested against ``tol``
+     (the stopping rule of SMO and the batched solver): below it, the solution is the
+     minimiser of the whole problem;
+  3. otherwise one worker solves the problem restricted to the support vectors and the
+     most violating rows at zero (warm-started), which lowers the objective; back to 1.
+
+  Each round strictly lowers the objective and there are finitely many working sets, so
+  the loop ends; the solution is exact, as the local global solve.
+* a worker lost during the fit: its tasks are run again on the workers left (parts
+  travel inside their tasks; scattered blocks are scattered again); if no worker comes
+  back within ``timeout`` seconds, :class:`WorkerLostError`.
+
+``fit`` accepts ``dask.array`` / ``dask.dataframe`` input (gathered to the client for
+the fit: the client needs the training data in memory, each worker only its share);
+``predict``, ``decision_function`` and ``predict_proba`` on a dask collection run
+blockwise (``map_blocks``) and return a dask array.
+
+Numba's compiled routines are cached on disk (``cache=True``): each worker process loads
+them once, not once per task.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from .solvers.base import Solution
+
+#: rows per scattered block of the global step
+BLOCK_ROWS = 50_000
+#: most rows at zero added to the working set per round of the global step
+MAX_ADD = 4000
+
+
+class WorkerLostError(RuntimeError):
+    """The Dask workers were lost during a fit and did not come back in time."""
+
+
+def is_dask(obj):
+    """Whether ``obj`` is a dask collection (without importing dask)."""
+    mod = type(obj).__module__ or ""
+    return mod.split(".")[0] in ("dask", "dask_expr") and hasattr(obj, "__dask_graph__")
+
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "backend='dask' needs the optional dependency dask[distributed]: pip install 'maxmargin[dask]'"
+        ) from exc
+    return distributed
+
+
+def get_client():
+    """The active Dask client; a clear error when there is none."""
+    distributed = _import_distributed()
+    try:
+        return distributed.get_client()
+    except ValueError as exc:
+        raise ValueError(
+            "backend='dask' uses the active Dask client: create one first, e.g. "
+            "`from distributed import Client; client = Client()` (or Client(LocalCluster(...)))"
+        ) from exc
+
+
+def _lost_errors():
+    distributed = _import_distributed()
+    from distributed.comm.core import CommClosedError
+
+    errs = [distributed.KilledWorker, CommClosedError, OSError, TimeoutError]
+    try:
+        from distributed.client import FutureCancelledError
+
+        errs.append(FutureCancelledError)
+    except ImportError:  # pragma: no cover - older distributed
+        pass
+    import asyncio
+    import concurrent.futures
+
+    errs += [asyncio.CancelledError, concurrent.futures.CancelledError]
+    return tuple(errs)
+
+
+class DaskExecutor:
+    """Runs tasks on the active client's workers, running them again when workers are
+    lost (``retries`` times, waiting up to ``timeout`` seconds for a worker)."""
+
+    def __init__(self, client=None, retries=3, timeout=120.0):
+        self.client = client or get_client()
+        self.retries = int(retries)
+        self.timeout = float(timeout)
+        self._blocks = None
+
+    def _wait_for_workers(self):
+        try:
+            self.client.wait_for_workers(1, timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001 - distributed raises several kinds
+            raise WorkerLostError(
+                f"no Dask worker is left (waited {self.timeout:g} s for one): the fit cannot go on"
+            ) from exc
+
+    def _run(self, submit):
+        """``submit()`` returns futures; their results, again after a lost worker."""
+        errors = _lost_errors()
+        last = None
+        for _attempt in range(self.retries + 1):
+            self._wait_for_workers()
+            try:
+                futures = submit()
+                return self.client.gather(futures)
+            except errors as exc:
+                last = exc
+                self._blocks = None  # scattered data may have gone with the worker
+                time.sleep(0.5)
+        raise WorkerLostError(
+            f"Dask workers were lost {self.retries + 1} times during the fit ({type(last).__name__}: {last})"
+        ) from last
+
+    def map(self, fn, items):
+        def submit():
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Ll]arge.*")
+                return [self.client.submit(fn, *it, pure=False) for it in items]
+
+        return self._run(submit)
+
+    # ------------------------------------------------------------ the global step
+    def scores(self, X, kernel, sv_rows, coef):
+        """:math:`K(X, X_{SV})\\,c` computed blockwise on the workers (blocks of X scattered
+        once per fit; again when a worker was lost)."""
+        n = X.shape[0]
+        Xsv = X[sv_rows]
+
+        def submit():
+            if self._blocks is None:
+                starts = list(range(0, n, BLOCK_ROWS))
+                self._blocks = self.client.scatter([X[s : s + BLOCK_ROWS] for s in starts], hash=False)
+            sv = self.client.scatter((Xsv, np.asarray(coef, dtype=np.float64)), hash=False, broadcast=True)
+            return [self.client.submit(_block_scores, b, kernel, sv, pure=False) for b in self._blocks]
+
+        if sv_rows.size == 0:
+            return np.zeros(n)
+        return np.concatenate(self._run(submit))
+
+
+def _block_scores(block, kernel, sv):
+    Xsv, coef = sv
+    return kernel.mmv(block, Xsv, coef)
+
+
+def _violation(y, G, alpha, U):
+    """``(max_{I_up} -yG, min_{I_low} -yG)``."""
+    up = ((y > 0) & (alpha < U)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < U))
+    mg = -y * G
+    return float(mg[up].max(initial=-np.inf)), float(mg[low].min(initial=np.inf))
+
+
+def global_solve(
+    problem,
+    executor,
+    tol=1e-3,
+    max_iter=-1,
+    shrinking=True,
+    cache_size=200.0,
+    part_solver="auto",
+    time_limit=None,
+    verbose=False,
+    max_rounds=100,
+):
+    """The exact global step on the workers (see the module docstring), from
+    ``problem.alpha0``; returns a :class:`~maxmargin.solvers.base.Solution` whose
+    ``violation`` is the maximal KKT violation over all rows."""
+    from .solvers.divide import solve_part, subproblem
+    from .solvers.smo import compute_rho, initial_alpha
+
+    n = problem.n_var
+    if not np.array_equal(problem.index, np.arange(n)):
+        raise ValueError("backend='dask' needs one variable per data row (the C-SVC duals)")
+    t0 = time.perf_counter()
+    y, p, U, shift = problem.y, problem.p, problem.upper, problem.shift
+    alpha = initial_alpha(problem)
+    opts = dict(tol=tol, shrinking=shrinking, cache_size=cache_size, part_solver=part_solver)
+    n_iter = 0
+    status = "max_iter"
+    viol = np.inf
+    for rnd in range(max_rounds + 1):
+        sv = np.flatnonzero(alpha > 0)
+        s = executor.scores(problem.X, problem.kernel, sv, alpha[sv] * y[sv])
+        G = y * s + p + shift * alpha
+        m_up, m_low = _violation(y, G, alpha, U)
+        viol = m_up - m_low
+        if verbose:
+            print(f"[divide/dask] global round {rnd}: violation {viol:.3e}, {sv.size} SVs")
+        if viol < tol:
+            status = "converged"
+            break
+        if rnd == max_rounds or (max_iter is not None and 0 <= max_iter <= n_iter):
+            break
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            status = "time_limit"
+            break
+        # rows at zero that violate the KKT condition against the extremes
+        zero = np.flatnonzero(alpha == 0)
+        amount = np.where(y[zero] > 0, -G[zero] - m_low, m_up - G[zero])
+        bad = zero[amount > 0.5 * tol]
+        if bad.size > MAX_ADD:
+            bad = bad[np.argsort(-amount[amount > 0.5 * tol], kind="stable")[:MAX_ADD]]
+        work = np.union1d(sv, bad)
+        (res,) = executor.map(solve_part, [(subproblem(problem, work, alpha[work]), opts)])
+        alpha = alpha.copy()
+        alpha[work] = res[0]
+        n_iter += int(res[4])
+    rho = compute_rho(y, G, alpha, U)
+    return Solution(
+        alpha=alpha,
+        rho=float(rho),
+        objective=float(0.5 * alpha @ (G + p)),
+        n_iter=n_iter,
+        violation=float(viol),
+        converged=status == "converged",
+        grad=G,
+        status=status,
+        extra={"global_rounds": rnd},
+    )
+
+
+# ------------------------------------------------------------ estimators and dask input
+def to_local(X, y=None, sample_weight=None):
+    """Dask collections gathered into NumPy (a dask DataFrame's columns in order)."""
+
+    def one(a):
+        if a is None or not is_dask(a):
+            return a
+        if hasattr(a, "to_dask_array"):
+            a = a.to_dask_array(lengths=True)
+        return np.asarray(a.compute())
+
+    return one(X), one(y), one(sample_weight)
+
+
+def blockwise(est, method, X):
+    """``est.<method>(X)`` on a dask array or DataFrame, block by block (``map_blocks``)."""
+    if hasattr(X, "to_dask_array"):
+        X = X.to_dask_array(lengths=True)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got a dask array of shape {X.shape}")
+    X = X.rechunk({1: -1})  # whole rows in each block
+    fn = getattr(type(est), method)
+    k = len(est.classes_)
+    if method == "predict":
+        dt = est.classes_.dtype
+        return X.map_blocks(lambda b: fn(est, b), drop_axis=1, dtype=dt, meta=np.empty((0,), dtype=dt))
+    if method == "decision_function":
+        width = 1 if k == 2 else (k if est.decision_function_shape == "ovr" else k * (k - 1) // 2)
+    else:  # predict_proba, predict_log_proba
+        width = k
+    if width == 1:
+        return X.map_blocks(lambda b: fn(est, b), drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
+    return X.map_blocks(lambda b: fn(est, b), chunks=(X.chunks[0], (width,)), dtype=np.float64, meta=np.empty((0, 0)))

@@ -1,0 +1,528 @@
+r"""Divide and conquer: solve parts of the data, merge, finish with an exact global solve.
+
+The standard dual (:mod:`maxmargin.problem`, :math:`\Delta = 0`, one equality constraint)
+
+.. math::
+
+    \min_\alpha \tfrac12\alpha^TQ\alpha + p^T\alpha
+    \quad\text{s.t.}\quad y^T\alpha = 0,\; 0 \le \alpha_i \le U_i
+
+is solved in three steps (DC-SVM, Hsieh, Si & Dhillon, ICML 2014; Cascade SVM,
+Graf et al., NIPS 2005):
+
+1. **partition** the data rows into ``n_parts`` parts: kernel k-means on a sample
+   of ``sample_size`` rows (the distance in feature space
+   :math:`\|\phi(x) - c_k\|^2 = K(x,x) - \tfrac{2}{|S_k|}\sum_{j\in S_k}K(x,x_j)
+   + \tfrac{1}{|S_k|^2}\sum_{j,l\in S_k}K(x_j,x_l)`), every row then going to its
+   nearest centre (``partition='kmeans'``); or a random split balanced per class
+   (``partition='random'``);
+2. **levels**: the parts are solved independently (the batched solver, SMO for parts
+   below 4000 variables), each on its own rows: the subproblem keeps :math:`Q`'s block
+   of the part and the others' variables at zero.  Every part solution satisfies
+   :math:`y_P^T\alpha_P = 0`, so their union is feasible for the whole problem.  With
+   ``levels > 1`` the parts are then merged ``branching`` at a time, and each merged
+   part is solved again on the support vectors of its children only (Cascade SVM),
+   warm-started from their multipliers, until ``n_parts / branching**(levels-1)``
+   parts are left;
+3. **global solve**: the whole problem, warm-started from the union of the last
+   level's multipliers (``alpha0``), by the batched solver (SMO below 4000 variables),
+   whose stopping test is the usual maximal KKT violation over *all* variables
+   (:math:`\max_{I_{up}} -y_tG_t - \min_{I_{low}} -y_tG_t < tol`).  The result is the
+   minimiser of the whole dual, the same as a single solve (objective within the
+   tolerance), only reached from a good start: most multipliers are already right.
+
+``early_stop=k`` (``1 <= k <= levels``) skips step 3 and keeps the level-``k`` models
+(DC-SVM's *early prediction*): each part has its own :math:`(\alpha_P, \rho_P)` and a
+point is predicted by the model of the part whose k-means centre is nearest in feature
+space.  This is an **approximation** of the SVM (no global KKT test; accuracy usually
+close, the decision function is not the SVM's); it needs ``partition='kmeans'``.
+
+Options (``solver_options`` of the estimators)
+----------------------------------------------
+``n_parts`` (int, default 8)
+    Parts at the first level.
+``levels`` (int, default 1)
+    Levels before the global solve (1: parts, then the global solve).
+``branching`` (int or None)
+    Parts merged into one between levels; default ``ceil(n_parts ** (1/levels))``.
+``partition`` ('kmeans' | 'random', default 'kmeans')
+``sample_size`` (int, default 1000)
+    Rows the kernel k-means runs on.
+``random_state`` (int, default 0)
+    Seeds the sample, the k-means start and the random partition.
+``early_stop`` (None or int, default None)
+    Return the level-``k`` model instead of the exact solution (approximate).
+``backend`` ('threads' | 'dask', default 'threads')
+    Where the parts are solved: a thread pool here (the compiled solvers release the
+    GIL), or the workers of the active Dask client (:mod:`maxmargin.scaleout`; the
+    global step then also runs there, see :func:`maxmargin.scaleout.global_solve`).
+``n_jobs`` (int or None)
+    Threads of the local backend (default: the cores).
+``part_solver`` ('auto' | 'smo' | 'batched', default 'auto')
+    The solver of the parts and of the global step.
+
+Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size``,
+``callback``, ``callback_info``, ``time_limit``, ``verbose``, as the other solvers.
+``Solution.extra['divide']`` reports each level (parts, sizes, support vectors, seconds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..problem import DualProblem
+from .base import Solution
+
+#: below this many variables a part is solved by SMO, from it on by the batched solver
+BATCHED_MIN_N = 4000
+#: rows of X per kernel block when assigning rows to the k-means centres
+ASSIGN_BLOCK = 8192
+
+#: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the C-SVC dual only (one
+#: variable per data row, y'a = 0; not the nu-variants, SVR or one-class), the common options it
+#: reads, its own options, and its traits.
+PROBLEMS = ("csvc-dual",)
+OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
+TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
+OWN_OPTIONS = (
+    "n_parts",
+    "levels",
+    "branching",
+    "partition",
+    "sample_size",
+    "random_state",
+    "early_stop",
+    "backend",
+    "n_jobs",
+    "part_solver",
+)
+
+
+class DivideError(ValueError):
+    """A problem or an option the divide-and-conquer solver cannot take."""
+
+
+# ----------------------------------------------------------------- partition
+@dataclass
+class Partition:
+    """Rows of ``X`` split into parts.
+
+    ``labels[i]`` is the part of data row ``i``.  For ``'kmeans'`` also the sample the
+    centres are made of (``sample`` its rows of X, ``sample_labels`` their cluster) and
+    ``centre_sq[k]`` :math:`= \\tfrac{1}{|S_k|^2}\\sum_{j,l\\in S_k}K(x_j,x_l)`.
+    """
+
+    labels: np.ndarray
+    n_parts: int
+    sample: np.ndarray | None = None
+    sample_labels: np.ndarray | None = None
+    centre_sq: np.ndarray | None = None
+
+
+def _rows(X, rows):
+    return X[np.asarray(rows, dtype=np.int64)]
+
+
+def _dense(A):
+    return A.toarray() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
+
+
+def nearest_centre(K_xs, sample_labels, centre_sq, n_parts):
+    """The nearest k-means centre of each row, from its kernel values ``K_xs`` with the
+    sample (the constant :math:`K(x,x)` drops out of the comparison)."""
+    one = np.zeros((sample_labels.shape[0], n_parts))
+    one[np.arange(sample_labels.shape[0]), sample_labels] = 1.0
+    size = np.maximum(one.sum(axis=0), 1.0)
+    dist = centre_sq[None, :] - 2.0 * (K_xs @ one) / size[None, :]
+    empty = one.sum(axis=0) == 0
+    dist[:, empty] = np.inf
+    return np.argmin(dist, axis=1).astype(np.int64)
+
+
+def _centre_sq(Kss, labels, k):
+    one = np.zeros((labels.shape[0], k))
+    one[np.arange(labels.shape[0]), labels] = 1.0
+    size = np.maximum(one.sum(axis=0), 1.0)
+    return ((Kss @ one) * one).sum(axis=0) / size**2
+
+
+def kernel_kmeans(Kss, k, rng, n_iter=30, n_init=4):
+    """Kernel k-means (Lloyd's iterations in feature space) on the sample's Gram matrix:
+    the best of ``n_init`` runs (least within-cluster sum of squared distances)."""
+    best, best_cost = None, np.inf
+    diag = np.diag(Kss)
+    for _ in range(n_init):
+        labels = _kernel_kmeans_once(Kss, k, rng, n_iter)
+        csq = _centre_sq(Kss, labels, k)
+        one = np.zeros((Kss.shape[0], k))
+        one[np.arange(Kss.shape[0]), labels] = 1.0
+        size = np.maximum(one.sum(axis=0), 1.0)
+        own = (Kss @ one)[np.arange(Kss.shape[0]), labels] / size[labels]
+        cost = float(np.sum(diag - 2.0 * own + csq[labels]))
+        if cost < best_cost:
+            best, best_cost = labels, cost
+    return best
+
+
+def _kernel_kmeans_once(Kss, k, rng, n_iter):
+    """One kernel k-means run: k-means++ seeding, Lloyd's iterations; an emptied cluster
+    takes the point farthest from its centre."""
+    m = Kss.shape[0]
+    diag = np.diag(Kss).copy()
+    # k-means++ on the feature-space distances d(i, j)^2 = K_ii + K_jj - 2 K_ij
+    centres = [int(rng.integers(m))]
+    d2 = np.maximum(diag + diag[centres[0]] - 2.0 * Kss[:, centres[0]], 0.0)
+    for _ in range(1, k):
+        total = d2.sum()
+        c = int(rng.choice(m, p=d2 / total)) if total > 0 else int(rng.integers(m))
+        centres.append(c)
+        d2 = np.minimum(d2, np.maximum(diag + diag[c] - 2.0 * Kss[:, c], 0.0))
+    labels = np.argmin(
+        np.stack([diag[c] - 2.0 * Kss[:, c] for c in centres], axis=1),
+        axis=1,
+    )
+    for _ in range(n_iter):
+        csq = _centre_sq(Kss, labels, k)
+        one = np.zeros((m, k))
+        one[np.arange(m), labels] = 1.0
+        size = one.sum(axis=0)
+        dist = csq[None, :] - 2.0 * (Kss @ one) / np.maximum(size, 1.0)[None, :]
+        dist[:, size == 0] = np.inf
+        new = np.argmin(dist, axis=1)
+        for c in np.flatnonzero(np.bincount(new, minlength=k) == 0):  # re-seed an emptied cluster
+            own = dist[np.arange(m), new] + diag
+            far = int(np.argmax(own))
+            new[far] = c
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    return labels.astype(np.int64)
+
+
+def partition(X, kernel, n_parts, method="kmeans", sample_size=1000, random_state=0, y=None):
+    """Split the rows of ``X`` into ``n_parts`` parts (see the module docstring)."""
+    n = X.shape[0]
+    rng = np.random.default_rng(random_state)
+    n_parts = int(min(n_parts, n))
+    if method == "random":
+        labels = np.empty(n, dtype=np.int64)
+        groups = [np.arange(n)] if y is None else [np.flatnonzero(y == c) for c in np.unique(y)]
+        for g in groups:  # each class dealt round-robin after a shuffle: balanced parts and classes
+            perm = rng.permutation(g)
+            labels[perm] = (np.arange(perm.size) + int(rng.integers(n_parts))) % n_parts
+        return Partition(labels=labels, n_parts=n_parts)
+    if method != "kmeans":
+        raise DivideError(f"partition must be 'kmeans' or 'random', got {method!r}")
+    m = int(min(max(sample_size, n_parts), n))
+    sample_rows = np.sort(rng.choice(n, size=m, replace=False))
+    S = _rows(X, sample_rows)
+    Kss = _dense(kernel(S, S))
+    sample_labels = kernel_kmeans(Kss, n_parts, rng)
+    csq = _centre_sq(Kss, sample_labels, n_parts)
+    labels = np.empty(n, dtype=np.int64)
+    for s in range(0, n, ASSIGN_BLOCK):
+        e = min(s + ASSIGN_BLOCK, n)
+        labels[s:e] = nearest_centre(_dense(kernel(X[s:e], S)), sample_labels, csq, n_parts)
+    return Partition(
+        labels=labels,
+        n_parts=n_parts,
+        sample=_dense(S),
+        sample_labels=sample_labels,
+        centre_sq=csq,
+    )
+
+
+# ----------------------------------------------------------------- parts
+def subproblem(problem, vars_, alpha0=None):
+    """The dual restricted to the variables ``vars_`` (the others held at zero): the
+    part's rows of X are gathered once (``X[rows]``), the variables index into them."""
+    vars_ = np.asarray(vars_, dtype=np.int64)
+    rows, inv = np.unique(problem.index[vars_], return_inverse=True)
+    return DualProblem(
+        X=_rows(problem.X, rows),
+        kernel=problem.kernel,
+        y=problem.y[vars_].copy(),
+        p=problem.p[vars_].copy(),
+        upper=problem.upper[vars_].copy(),
+        index=inv.astype(np.int64),
+        shift=problem.shift[vars_].copy(),
+        alpha0=None if alpha0 is None else np.asarray(alpha0, dtype=np.float64),
+    )
+
+
+def pick_solver(name, n_var):
+    """The solver module for ``n_var`` variables: ``'auto'`` takes SMO below
+    :data:`BATCHED_MIN_N`, the batched solver from there on."""
+    from . import batched, smo
+
+    if name == "auto":
+        name = "batched" if n_var >= BATCHED_MIN_N else "smo"
+    if name not in ("smo", "batched"):
+        raise DivideError(f"part_solver must be 'auto', 'smo' or 'batched', got {name!r}")
+    return smo if name == "smo" else batched
+
+
+def solve_part(part, options):
+    """Solve one part (a :class:`DualProblem`); runs in a thread or on a Dask worker.
+    Returns ``(alpha, rho, grad, objective, n_iter, status)``.  A part with one class
+    only has the solution zero, and ``rho = -y`` (its model predicts that class: the
+    decision value is ``-rho = y``)."""
+    options = dict(options)
+    name = options.pop("part_solver", "auto")
+    y = part.y
+    if y.size == 0 or not ((y > 0).any() and (y < 0).any()):
+        a = np.zeros(y.shape[0])
+        rho = -float(y[0]) if y.size else 0.0
+        return a, rho, part.p + part.shift * a, 0.0, 0, "converged"
+    sol = pick_solver(name, part.n_var).solve(part, **options)
+    return sol.alpha, float(sol.rho), sol.grad, float(sol.objective), int(sol.n_iter), sol.status
+
+
+class LocalExecutor:
+    """Parts on a thread pool (the compiled solvers release the GIL)."""
+
+    def __init__(self, n_jobs=None):
+        from .._threads import cores
+
+        self.n_jobs = int(n_jobs or cores())
+
+    def map(self, fn, items):
+        if self.n_jobs <= 1 or len(items) <= 1:
+            return [fn(*it) for it in items]
+        with ThreadPoolExecutor(max_workers=min(self.n_jobs, len(items))) as pool:
+            return list(pool.map(lambda it: fn(*it), items))
+
+
+def _check_problem(problem):
+    if problem.nu_constraints or problem.delta != 0:
+        raise DivideError(
+            "solver='divide' solves the standard dual with y'alpha = 0 (C-SVC: formulations 'l1', 'l2', "
+            "'hard'); the nu-variants and problems with delta != 0 are not supported"
+        )
+    if problem.kernel.code == 4:
+        raise DivideError(
+            "solver='divide' needs the data's features: kernel='precomputed' and callable kernels are not "
+            "supported (use solver='batched')"
+        )
+
+
+def _check_int(name, value, low=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise DivideError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def group_of(labels, level, levels, branching):
+    """The part at ``level`` (``levels`` = the first, finest) of each first-level part."""
+    return labels // (branching ** (levels - level))
+
+
+def solve(
+    problem,
+    n_parts=8,
+    levels=1,
+    branching=None,
+    partition="kmeans",
+    sample_size=1000,
+    random_state=0,
+    early_stop=None,
+    backend="threads",
+    n_jobs=None,
+    part_solver="auto",
+    tol=1e-3,
+    max_iter=-1,
+    shrinking=True,
+    cache_size=200.0,
+    callback=None,
+    callback_info=None,
+    time_limit=None,
+    verbose=False,
+):
+    """Solve ``problem`` by divide and conquer (see the module docstring)."""
+    _check_problem(problem)
+    n_parts = _check_int("n_parts", n_parts)
+    levels = _check_int("levels", levels)
+    if branching is None:
+        branching = max(2, math.ceil(n_parts ** (1.0 / levels))) if levels > 1 else 2
+    branching = _check_int("branching", branching, 2)
+    if early_stop is not None:
+        early_stop = _check_int("early_stop", early_stop)
+        if early_stop > levels:
+            raise DivideError(f"early_stop must be between 1 and levels={levels}, got {early_stop}")
+        if partition != "kmeans":
+            raise DivideError("early_stop routes each point to its k-means part: it needs partition='kmeans'")
+    if backend not in ("threads", "dask"):
+        raise DivideError(f"backend must be 'threads' or 'dask', got {backend!r}")
+    pick_solver(part_solver, 1)  # checks the name
+    t0 = time.perf_counter()
+    n_data = problem.X.shape[0]
+    ydata = np.zeros(n_data)
+    ydata[problem.index] = problem.y
+    part = globals()["partition"](problem.X, problem.kernel, n_parts, partition, sample_size, random_state, y=ydata)
+    labels = part.labels[problem.index]  # first-level part of each variable
+    if backend == "dask":
+        from .. import scaleout
+
+        executor = scaleout.DaskExecutor()
+    else:
+        executor = LocalExecutor(n_jobs)
+    part_opts = dict(tol=tol, shrinking=shrinking, cache_size=cache_size, part_solver=part_solver)
+    if time_limit is not None:
+        part_opts["time_limit"] = time_limit
+
+    alpha = np.zeros(problem.n_var)
+    if problem.alpha0 is not None:
+        from .smo import initial_alpha
+
+        alpha = initial_alpha(problem)  # a warm start: each part starts from its share
+    report = []
+    early = None
+    for level in range(levels, 0, -1):
+        tl = time.perf_counter()
+        groups = group_of(labels, level, levels, branching)
+        items, members = [], []
+        for g in np.unique(groups):
+            vars_ = np.flatnonzero(groups == g)
+            if level < levels:  # Cascade: the children's support vectors only
+                vars_ = vars_[alpha[vars_] > 0]
+            members.append((int(g), vars_))
+            items.append((subproblem(problem, vars_, alpha[vars_] if alpha[vars_].any() else None), part_opts))
+        results = executor.map(solve_part, items)
+        new = np.zeros(problem.n_var)
+        rho = {}
+        for (g, vars_), res in zip(members, results):
+            new[vars_] = res[0]
+            rho[g] = res[1]
+        alpha = new
+        report.append(
+            dict(
+                level=level,
+                parts=len(members),
+                sizes=[int(v.size) for _, v in members],
+                support_vectors=int((alpha > 0).sum()),
+                seconds=time.perf_counter() - tl,
+            )
+        )
+        if verbose:
+            r = report[-1]
+            print(
+                f"[divide] level {level}: {r['parts']} parts (largest {max(r['sizes'], default=0)}), "
+                f"{r['support_vectors']} SVs, {r['seconds']:.2f}s"
+            )
+        if early_stop == level:
+            early = _early_model(problem, part, alpha, rho, groups, members, level, levels, branching, results)
+            break
+    if early is not None:
+        return early_solution(problem, alpha, early, report, t0)
+
+    tg = time.perf_counter()
+    problem = dataclasses.replace(problem, alpha0=alpha)  # the caller's problem stays as it was
+    if backend == "dask":
+        sol = scaleout.global_solve(
+            problem,
+            executor,
+            tol=tol,
+            max_iter=max_iter,
+            shrinking=shrinking,
+            cache_size=cache_size,
+            part_solver=part_solver,
+            time_limit=time_limit,
+            verbose=verbose,
+        )
+    else:
+        opts = dict(tol=tol, max_iter=max_iter, shrinking=shrinking, cache_size=cache_size, verbose=verbose)
+        if callback is not None:
+            opts["callback"] = callback
+            if callback_info is not None:
+                opts["callback_info"] = callback_info
+        if time_limit is not None:
+            opts["time_limit"] = max(time_limit - (tg - t0), 1e-3)
+        sol = pick_solver(part_solver, problem.n_var).solve(problem, **opts)
+    report.append(
+        dict(
+            level=0,
+            parts=1,
+            sizes=[problem.n_var],
+            support_vectors=int((sol.alpha > 0).sum()),
+            seconds=time.perf_counter() - tg,
+        )
+    )
+    if verbose:
+        print(f"[divide] global solve: {report[-1]['support_vectors']} SVs, {report[-1]['seconds']:.2f}s")
+    extra = dict(sol.extra)
+    extra["divide"] = report
+    sol.extra = extra
+    return sol
+
+
+# ----------------------------------------------------------------- early prediction
+def _early_model(problem, part, alpha, rho, groups, members, level, levels, branching, results):
+    """The level's per-part models and what routing needs (see :func:`early_solution`)."""
+    n_groups = int(groups.max()) + 1 if groups.size else 0
+    rho_g = np.zeros(n_groups)
+    for g, r in rho.items():
+        rho_g[g] = r
+    # the gradient of each variable within its own part's model (G = Q_PP alpha_P + p_P)
+    grad = problem.p + problem.shift * alpha
+    for (g, vars_), res in zip(members, results):
+        if level == levels and res[2] is not None and res[2].shape[0] == vars_.size:
+            grad[vars_] = res[2]
+        else:  # Cascade levels solved on the support vectors only: the rest from the kernel
+            allv = np.flatnonzero(groups == g)
+            sv = vars_[alpha[vars_] > 0]
+            if sv.size:
+                Xa = _rows(problem.X, problem.index[allv])
+                Xs = _rows(problem.X, problem.index[sv])
+                s = problem.kernel.mmv(Xa, Xs, alpha[sv] * problem.y[sv])
+                grad[allv] = problem.y[allv] * s + problem.p[allv] + problem.shift[allv] * alpha[allv]
+    cluster_group = group_of(np.arange(part.n_parts), level, levels, branching)
+    return dict(
+        rho=rho_g,
+        grad=grad,
+        var_group=groups,
+        sample=part.sample,
+        sample_labels=part.sample_labels,
+        centre_sq=part.centre_sq,
+        cluster_group=cluster_group,
+        level=level,
+        objective=float(sum(res[3] for res in results)),
+    )
+
+
+def early_solution(problem, alpha, early, report, t0):
+    """A :class:`Solution` for the level-k model: ``alpha`` is the union of the parts'
+    multipliers, ``grad`` each variable's gradient in its own part's model, ``rho`` the
+    mean of the parts' offsets (the routed model keeps one per part in
+    ``extra['early']``), ``objective`` the sum of the parts' objectives, ``status``
+    ``'early_stop'`` (``converged`` says the parts converged; there is no global test)."""
+    rho_mean = float(np.mean(early["rho"])) if early["rho"].size else 0.0
+    grad = early.pop("grad")
+    # train decision uses each part's own offset: shift the gradient so that
+    # y (G - p - shift alpha) - rho_mean equals the part's decision value
+    y = problem.y
+    grad = grad - y * (early["rho"][early["var_group"]] - rho_mean)
+    objective = early.pop("objective")  # the sum of the parts' objectives
+    return Solution(
+        alpha=alpha,
+        rho=rho_mean,
+        objective=objective,
+        n_iter=0,
+        violation=float("nan"),
+        converged=True,
+        grad=grad,
+        status="early_stop",
+        extra={"divide": report, "early": early, "elapsed": time.perf_counter() - t0},
+    )
+
+
+def route(K_xs, early):
+    """The part (at the early level) of each row, from its kernel values with the sample."""
+    cluster = nearest_centre(K_xs, early["sample_labels"], early["centre_sq"], early["centre_sq"].shape[0])
+    return early["cluster_group"][cluster]

@@ -1,0 +1,179 @@
+"""solver='divide' on a Dask LocalCluster (2 worker processes, 1 thread each, loopback only)."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import kkt_violation
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+from maxmargin import SVC  # noqa: E402
+from maxmargin.kernels import make_kernel  # noqa: E402
+from maxmargin.problem import csvc_problem  # noqa: E402
+from maxmargin.scaleout import WorkerLostError  # noqa: E402
+from maxmargin.solvers import divide  # noqa: E402
+
+DASK = dict(backend="dask", n_parts=4)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+        worker_dashboard_address=None,
+    )
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _blobs(rng, n=600, d=3, k=2, sparse=False):
+    centres = rng.normal(scale=2.5, size=(2 * k, d))
+    lab = rng.integers(2 * k, size=n)
+    X = centres[lab] + rng.normal(size=(n, d))
+    if sparse:
+        X[rng.random(X.shape) < 0.3] = 0.0
+        X = sp.csr_matrix(X)
+    return X, lab % k
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_solver_exact_kkt_over_all_rows(client, rng, sparse):
+    X, y = _blobs(rng, n=400, sparse=sparse)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    C = rng.uniform(0.5, 3.0, size=ypm.size)
+    k = make_kernel("rbf", gamma=0.3, X=X)
+    prob = csvc_problem(X, k, ypm, C)
+    Q = prob.q_matrix()
+    sol = divide.solve(prob, tol=1e-8, levels=2, **dict(DASK, n_parts=8))
+    ref = divide.solve(csvc_problem(X, k, ypm, C), tol=1e-8, part_solver="smo", n_parts=1)  # one SMO solve
+    assert sol.converged
+    assert abs(sol.objective - ref.objective) <= 1e-6 * abs(ref.objective)
+    assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
+
+
+def test_svc_weighted_multiclass_and_dask_input(client, rng):
+    X, y = _blobs(rng, n=600, k=3)
+    sw = rng.uniform(0.2, 2.0, size=y.size)
+    kw = dict(C=2.0, gamma=0.4, tol=1e-8)
+    ref = SVC(solver="smo", **kw).fit(X, y, sample_weight=sw)
+    ours = SVC(solver="divide", solver_options=DASK, **kw).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(ours.objective_, ref.objective_, rtol=1e-6)
+    assert np.array_equal(ours.predict(X), ref.predict(X))
+    # dask.array input (blocks of rows and columns), labels and weights too
+    Xd, yd, swd = da.from_array(X, chunks=(150, 2)), da.from_array(y, chunks=150), da.from_array(sw, chunks=150)
+    ours_d = SVC(solver="divide", solver_options=DASK, **kw).fit(Xd, yd, sample_weight=swd)
+    np.testing.assert_allclose(ours_d.objective_, ref.objective_, rtol=1e-6)
+
+
+def test_blockwise_predict_equals_in_memory(client, rng):
+    X, y = _blobs(rng, n=500, k=3)
+    est = SVC(gamma=0.4, probability=True, random_state=0, solver="divide", solver_options=DASK).fit(X, y)
+    Xd = da.from_array(X, chunks=(120, 2))
+    pred = est.predict(Xd)
+    assert isinstance(pred, da.Array)
+    assert np.array_equal(pred.compute(), est.predict(X))
+    np.testing.assert_array_equal(est.decision_function(Xd).compute(), est.decision_function(X))
+    np.testing.assert_array_equal(est.predict_proba(Xd).compute(), est.predict_proba(X))
+    # two classes: a 1-D decision function; the early (routed) model too
+    early = SVC(gamma=0.4, solver="divide", solver_options=dict(DASK, early_stop=1)).fit(X, y % 2)
+    np.testing.assert_array_equal(early.decision_function(Xd).compute(), early.decision_function(X))
+
+
+def test_dataframe_input(client, rng):
+    dd = pytest.importorskip("dask.dataframe")  # needs pandas and pyarrow
+    import pandas as pd
+
+    X, y = _blobs(rng, n=300)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]), npartitions=3)
+    est = SVC(gamma=0.4, tol=1e-8, solver="divide", solver_options=DASK).fit(frame, y)
+    ref = SVC(gamma=0.4, tol=1e-8, solver="smo").fit(X, y)
+    np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-6)
+    np.testing.assert_array_equal(est.predict(frame).compute(), ref.predict(X))
+
+
+KILL = dict(C=10.0, gamma=0.5, tol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def kill_data():
+    X, y = _blobs(np.random.default_rng(7), n=2000, d=4)
+    return X, y, SVC(solver="smo", **KILL).fit(X, y).objective_[0]
+
+
+def test_worker_killed_mid_fit(client, kill_data):
+    """A worker process killed while the parts run: the fit finishes on the workers left
+    (the nanny brings one back) with the exact solution, or raises WorkerLostError; no hang."""
+    X, y, f_ref = kill_data
+    kw = KILL
+    pids = client.run(os.getpid)
+    killed = []
+
+    def killer():
+        deadline = time.time() + 30
+        while time.time() < deadline and not killed:
+            busy = [w for w, tasks in client.processing().items() if any("solve_part" in t for t in tasks)]
+            if busy:
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                killed.append(busy[0])
+            time.sleep(0.005)
+
+    th = threading.Thread(target=killer, daemon=True)
+    th.start()
+    result = {}
+
+    def fit():
+        try:
+            result["est"] = SVC(solver="divide", solver_options=dict(DASK, n_parts=6), **kw).fit(X, y)
+        except WorkerLostError as exc:  # the named error is an accepted outcome
+            result["error"] = exc
+
+    ft = threading.Thread(target=fit, daemon=True)
+    ft.start()
+    ft.join(timeout=240)
+    th.join(timeout=1)
+    assert not ft.is_alive(), "the fit hung after a worker was killed"
+    assert killed, "the test did not manage to kill a worker during the fit"
+    if "est" in result:
+        assert abs(result["est"].objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
+    else:
+        assert isinstance(result["error"], WorkerLostError)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_restart_mid_fit(client, kill_data):
+    """client.restart() during the fit (every worker restarted, all data on them lost)."""
+    X, y, f_ref = kill_data
+    kw = KILL
+    done = threading.Event()
+
+    def restarter():
+        deadline = time.time() + 30
+        while time.time() < deadline and not done.is_set():
+            if any(tasks for tasks in client.processing().values()):
+                client.restart(wait_for_workers=False)
+                return
+            time.sleep(0.005)
+
+    th = threading.Thread(target=restarter, daemon=True)
+    th.start()
+    try:
+        est = SVC(solver="divide", solver_options=dict(DASK, n_parts=6), **kw).fit(X, y)
+    except WorkerLostError:
+        est = None
+    done.set()
+    th.join(timeout=60)
+    if est is not None:
+        assert abs(est.objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
+    client.wait_for_workers(2, timeout=60)

@@ -1,0 +1,177 @@
+"""solver='divide' (divide and conquer, local threads) against a QP reference, SMO and scikit-learn."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import kkt_violation, qp_reference
+from sklearn.svm import SVC as SkSVC
+
+from maxmargin import SVC
+from maxmargin.io import load_model as load
+from maxmargin.io import save_libsvm_model, save_model
+from maxmargin.kernels import make_kernel
+from maxmargin.problem import csvc_problem, nu_svc_problem
+from maxmargin.solvers import divide, smo
+
+
+def _blobs(rng, n=400, d=3, k=2, sparse=False):
+    """Overlapping Gaussian clusters, labels alternating between clusters (several modes per class)."""
+    centres = rng.normal(scale=2.5, size=(2 * k, d))
+    lab = rng.integers(2 * k, size=n)
+    X = centres[lab] + rng.normal(size=(n, d))
+    y = lab % k
+    if sparse:
+        X[rng.random(X.shape) < 0.3] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+@pytest.mark.parametrize("form", ["l1", "l2"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("opts", [dict(n_parts=4), dict(n_parts=8, levels=2, partition="random")])
+def test_solver_matches_qp_reference(rng, form, sparse, opts):
+    X, y = _blobs(rng, n=300, sparse=sparse)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    C = rng.uniform(0.5, 3.0, size=ypm.size)  # per-sample weights
+    k = make_kernel("rbf", gamma=0.3, X=X)
+    make = (lambda: csvc_problem(X, k, ypm, C)) if form == "l1" else (lambda: csvc_problem(X, k, ypm, C, 1 / C, True))
+    prob = make()
+    Q = prob.q_matrix()
+    _, f_ref = qp_reference(Q, prob.p, ypm, prob.upper)
+    sol = divide.solve(prob, tol=1e-8, **opts)
+    assert sol.converged
+    assert abs(sol.objective - f_ref) <= 1e-6 * abs(f_ref)
+    assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6  # over all rows
+    assert abs(ypm @ sol.alpha) < 1e-9
+    ref = smo.solve(make(), tol=1e-8)
+    assert abs(sol.rho - ref.rho) < 1e-5
+    levels = sol.extra["divide"]
+    assert [r["level"] for r in levels] == list(range(opts.get("levels", 1), -1, -1))
+    assert levels[0]["parts"] == opts["n_parts"]
+
+
+def test_kmeans_partition_follows_clusters(rng):
+    centres = np.array([[0.0, 0.0], [20.0, 0.0], [0.0, 20.0]])
+    lab = rng.integers(3, size=600)
+    X = centres[lab] + rng.normal(size=(600, 2))
+    part = divide.partition(X, make_kernel("rbf", gamma=0.05), 3, sample_size=200, random_state=1)
+    # each part is exactly one of the well separated clusters
+    table = np.zeros((3, 3), dtype=int)
+    np.add.at(table, (lab, part.labels), 1)
+    assert sorted((table > 0).sum(axis=1)) == [1, 1, 1]
+    rand = divide.partition(X, make_kernel("rbf", gamma=0.05), 4, method="random", y=lab % 2)
+    assert np.bincount(rand.labels).max() - np.bincount(rand.labels).min() <= 2
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_svc_matches_sklearn_weighted(rng, sparse):
+    X, y = _blobs(rng, n=500, sparse=sparse)
+    sw = rng.uniform(0.2, 2.0, size=y.size)
+    kw = dict(C=2.0, gamma=0.4, tol=1e-8, class_weight={0: 1.0, 1: 2.5})
+    ours = SVC(solver="divide", solver_options=dict(n_parts=4, n_jobs=2), **kw).fit(X, y, sample_weight=sw)
+    ref = SVC(solver="smo", **kw).fit(X, y, sample_weight=sw)
+    sk = SkSVC(kernel="rbf", **kw).fit(X, y, sample_weight=sw)
+    assert abs(ours.objective_[0] - ref.objective_[0]) <= 1e-6 * abs(ref.objective_[0])
+    np.testing.assert_allclose(ours.decision_function(X), sk.decision_function(X), atol=1e-4)
+    assert np.array_equal(ours.predict(X), sk.predict(X))
+    assert ours.fit_status_ == 0
+
+
+def test_multiclass_and_hard(rng):
+    X, y = _blobs(rng, n=450, k=3)
+    kw = dict(C=1.5, gamma=0.3, tol=1e-8)
+    ours = SVC(solver="divide", solver_options=dict(n_parts=3), **kw).fit(X, y)
+    ref = SVC(solver="smo", **kw).fit(X, y)
+    np.testing.assert_allclose(ours.objective_, ref.objective_, rtol=1e-6)
+    sk = SkSVC(kernel="rbf", **kw).fit(X, y)
+    assert np.array_equal(ours.predict(X), sk.predict(X))
+    # hard margin on separable data
+    Xs = np.r_[rng.normal(size=(80, 2)) + 4, rng.normal(size=(80, 2)) - 4]
+    ys = np.r_[np.ones(80), -np.ones(80)]
+    h = SVC(formulation="hard", kernel="linear", tol=1e-8, solver="divide", solver_options=dict(n_parts=4)).fit(Xs, ys)
+    hr = SVC(formulation="hard", kernel="linear", tol=1e-8, solver="smo").fit(Xs, ys)
+    assert abs(h.objective_[0] - hr.objective_[0]) <= 1e-6 * abs(hr.objective_[0])
+
+
+def test_early_stop_routes_to_part_models(rng, tmp_path):
+    X, y = _blobs(rng, n=800, k=2)
+    Xt, yt = X[600:], y[600:]
+    X, y = X[:600], y[:600]
+    exact = SVC(gamma=0.3, solver="divide", solver_options=dict(n_parts=4)).fit(X, y)
+    early = SVC(gamma=0.3, solver="divide", solver_options=dict(n_parts=4, early_stop=1)).fit(X, y)
+    assert early.fit_status_ == 0 and early._early_rho.shape == (4,)
+    # the decision value of a point is its part's own model: recompute from the parts' SVs
+    part = divide.route(early._get_kernel()(Xt, early._early_sample), _early_dict(early))
+    K = early._get_kernel()(Xt, early.support_vectors_)
+    manual = (
+        np.array(
+            [
+                K[i, early._early_sv_group == part[i]] @ early.dual_coef_[0, early._early_sv_group == part[i]]
+                for i in range(len(Xt))
+            ]
+        )
+        + early._early_rho[part]
+    )
+    np.testing.assert_allclose(early.decision_function(Xt), manual, atol=1e-10)
+    # approximate, but close to the exact model on this easy data
+    assert abs(early.score(Xt, yt) - exact.score(Xt, yt)) < 0.06
+    assert early.train_error_ == pytest.approx(np.mean(early.predict(X) != y))
+    # model files store it as data; pickling keeps it; LIBSVM files refuse it
+    save_model(early, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load(tmp_path / "m.npz").decision_function(Xt), early.decision_function(Xt))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(early)).predict(Xt), early.predict(Xt))
+    with pytest.raises(ValueError, match="routed level-k model"):
+        save_libsvm_model(early, tmp_path / "m.libsvm")
+    # an exact fit leaves no routed model behind
+    assert exact._early_rho is None
+
+
+def _early_dict(est):
+    return dict(
+        sample_labels=est._early_sample_labels, centre_sq=est._early_centre_sq, cluster_group=est._early_cluster_group
+    )
+
+
+@pytest.mark.parametrize(
+    "opts,match",
+    [
+        (dict(n_parts=0), "n_parts"),
+        (dict(levels=1.5), "levels"),
+        (dict(partition="spectral"), "partition"),
+        (dict(early_stop=2), "early_stop"),
+        (dict(early_stop=1, partition="random"), "kmeans"),
+        (dict(backend="spark"), "backend"),
+        (dict(part_solver="qp"), "part_solver"),
+        (dict(n_part=3), "n_part"),
+    ],
+)
+def test_bad_options(rng, opts, match):
+    X, y = _blobs(rng, n=60)
+    with pytest.raises(ValueError, match=match):
+        SVC(solver="divide", solver_options=opts).fit(X, y)
+
+
+def test_refuses_what_it_cannot_solve(rng):
+    X, y = _blobs(rng, n=60, k=3)
+    with pytest.raises(ValueError, match="two classes"):
+        SVC(solver="divide", solver_options=dict(early_stop=1)).fit(X, y)
+    with pytest.raises(ValueError, match="precomputed"):
+        SVC(kernel="precomputed", solver="divide").fit(X @ X.T, y)
+    with pytest.raises(ValueError, match="not supported"):
+        divide.solve(nu_svc_problem(X, make_kernel("rbf", gamma=1.0), np.where(y == 1, 1.0, -1.0), 0.3))
+    with pytest.raises(ValueError, match="cannot be solved"):
+        SVC(formulation="l2-simplex", solver="divide").fit(X, y)
+
+
+def test_early_single_class_parts_predict_their_class(rng):
+    """Parts holding one class only (far apart clusters) have no support vectors: their
+    model predicts that class (rho = -y)."""
+    centres = np.array([[0.0, 0.0], [30.0, 0.0], [0.0, 30.0], [30.0, 30.0]])
+    lab = rng.integers(4, size=400)
+    X = centres[lab] + rng.normal(size=(400, 2))
+    y = lab % 2
+    est = SVC(gamma=0.05, solver="divide", solver_options=dict(n_parts=4, early_stop=1)).fit(X, y)
+    assert est.support_.size == 0 and sorted(est._early_rho) == [-1.0, -1.0, 1.0, 1.0]
+    assert np.array_equal(est.predict(X), y)
