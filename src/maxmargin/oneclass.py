@@ -27,6 +27,7 @@ import time
 import numpy as np
 from sklearn.base import OutlierMixin
 
+from .callbacks import reports_progress
 from .problem import one_class_problem
 from .regression import BaseSingleSVM
 from .svm import _check_nu
@@ -90,6 +91,7 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
         self.time_limit = time_limit
         self.solver = solver
 
+    @reports_progress
     def fit(self, X, y=None, sample_weight=None):
         """Fit on ``X`` (``y`` is ignored)."""
         _check_nu(self.nu)

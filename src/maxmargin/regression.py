@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .callbacks import report_of, reports_progress
 from .formulations import AUTO_BATCHED_MIN_N
 from .kernels import densify_if_cheap
 from .kernels.objects import block_rows_for
@@ -87,6 +88,7 @@ class BaseSingleSVM(BaseKernelSVM):
             raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
 
     def _solve(self, problem):
+        report_of(self).begin(1, steps=True)
         solver = getattr(self, "solver", "smo")
         if solver == "auto":
             solver = "batched" if problem.n_var >= AUTO_BATCHED_MIN_N else "smo"
@@ -253,6 +255,7 @@ class SVR(_BaseRegressor):
         b = beta[rows] * (self.C / C_old if C_old else 1.0)
         return np.r_[np.maximum(b, 0.0), np.maximum(-b, 0.0)]
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (dense, sparse, or the Gram matrix for a precomputed kernel)
         and real targets ``y``."""
@@ -327,6 +330,7 @@ class NuSVR(_BaseRegressor):
         self.callback = callback
         self.time_limit = time_limit
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and real targets ``y``."""
         _check_nu(self.nu)

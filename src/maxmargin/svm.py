@@ -41,6 +41,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import formulations, probability
+from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from ._threads import cores, one_blas_thread
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
@@ -196,7 +197,7 @@ def _nu_no_margin_message(problem, r, nu):
     )
 
 
-class BaseKernelSVM(BaseEstimator):
+class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
     """What every maxmargin kernel estimator shares.
 
     Subclasses have the parameters ``kernel, degree, gamma, coef0, sigma, tol,
@@ -265,8 +266,9 @@ class BaseKernelSVM(BaseEstimator):
         )
         if self.time_limit is not None:
             options["time_limit"] = self.time_limit
-        if with_callback and self.callback is not None:
-            options["callback"] = self.callback
+        callback = report_of(self).solver_callback(subproblem) if with_callback else None
+        if callback is not None:  # callback=, scikit-learn's callbacks and watchers (maxmargin.callbacks)
+            options["callback"] = callback
             options["callback_info"] = {"subproblem": subproblem, "n_subproblems": n_subproblems}
         return options
 
@@ -389,6 +391,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         raise NotImplementedError
 
     # ------------------------------------------------------------------- fit
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM on ``X`` (dense or sparse; the Gram matrix for a
         precomputed kernel) and labels ``y``."""
@@ -431,6 +434,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
         self.classes_ = classes
         kern = self._fit_kernel(X)
+        report = report_of(self)
+        report.begin(len(pairs), probability=bool(self.probability))
         fits = []
         workers = self._pair_workers(members, warm)
         compiled = self._compiled_pairs(X, kern, members, warm)
@@ -443,10 +448,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 for p_no, (rows, ysub) in enumerate(members):
                     Xs = self._subset(X, rows, precomputed)
                     options = self._solver_options(p_no, len(pairs))
+                    report.problem_begin(p_no)
                     fit = self._fit_pair(Xs, ysub, C_all[rows], kern, options, None if warm is None else warm[p_no])
+                    report.problem_end(p_no)
                     fits.append(fit)
                     if fit.status == "callback":
                         break
+            # stopped by a callback: the pairs not started keep the zero solution (usable, not converged)
+            for rows, _ in members[len(fits) :]:
+                fits.append(formulations.BinaryFit(np.zeros(rows.shape[0]), 0.0, 0.0, 0, np.inf, False, "callback"))
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
         if self.probability:
             self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed)
@@ -516,6 +526,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
         (all at once, compiled, on every core), the rest one by one as usual."""
         chosen = [p for p in range(len(pairs)) if compiled[p]]
+        report = report_of(self)
         res = ovo.solve_pairs(
             block_data(X, kern),
             y_idx,
@@ -525,6 +536,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             max_iter=self.max_iter,
             shrinking=bool(self.shrinking),
             time_limit=self.time_limit,
+            on_batch=(lambda p0, p1: report.batch_done(chosen[p0:p1])) if report.active else None,
         )
         fits = [None] * len(pairs)
         for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo")):
@@ -533,7 +545,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             if fits[p_no] is None:
                 rows, ysub = members[p_no]
                 options = self._solver_options(p_no, len(pairs))
+                report.problem_begin(p_no)
                 fits[p_no] = self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options)
+                report.problem_end(p_no)
         return fits
 
     def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers):
@@ -546,13 +560,22 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_pairs = len(members)
         stop = threading.Event()  # set on Ctrl-C: the running pairs stop at their next chunk
 
-        def halt(info):
-            return False if stop.is_set() else None
+        report = report_of(self)
 
         def one(p_no, cache):
             rows, ysub = members[p_no]
+            watch = report.solver_callback(p_no)
+
+            def halt(info):
+                if stop.is_set() or (watch is not None and watch(info) is False):
+                    return False
+                return None
+
             options = dict(self._solver_options(p_no, n_pairs), cache_size=cache, callback=halt)
-            return self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options, None)
+            report.problem_begin(p_no, steps=False)
+            fit = self._fit_pair(self._subset(X, rows, precomputed), ysub, C_all[rows], kern, options, None)
+            report.problem_end(p_no)
+            return fit
 
         big = [p for p in range(n_pairs) if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
         small = [p for p in range(n_pairs) if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
@@ -747,6 +770,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         probA = np.zeros(n_pairs)
         probB = np.zeros(n_pairs)
         stopped = any(f.status == "callback" for f in fits)
+        report = report_of(self)
+        report.probability_begin(n_pairs)
         if stopped:
             warnings.warn(
                 "the fit was stopped by the callback: the probability sigmoids are fitted on the "
@@ -781,6 +806,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     dec = probability.cv_decision_values(fit_fold, Xs, ysub, kern, rng, full_fit=fit)
                 del pool
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
+            report.probability_pair_done(p_no)
+        report.probability_end()
         self.probA_ = probA
         self.probB_ = probB
 
