@@ -41,8 +41,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import formulations, probability
-from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from ._threads import cores, one_blas_thread
+from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
 from .kernels.objects import block_rows_for, make_kernel
@@ -786,30 +786,50 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]), fit, ysub
                 )
             else:
-                bounds = C_all[rows]
-                options = self._solver_options(with_callback=False)
-                options["verbose"] = False
-
-                def fit_fold(train, alpha0, Xs=Xs, ysub=ysub, bounds=bounds, options=options):
-                    problem = self._fold_problem(Xs, ysub, bounds, kern, train)
-                    if problem is None:
-                        return self._fit_pair(
-                            self._subset(Xs, train, precomputed), ysub[train], bounds[train], kern, options, alpha0
-                        )
-                    return self._fit_fold_problem(problem, options, alpha0)
-
-                # the folds are problems over the pair's own data rows (``index`` = the training
-                # rows of the fold), so one kernel-row cache serves all five of them
-                pool = smo.KernelRowPool(self.cache_size)
-                with warnings.catch_warnings(), smo.kernel_row_pool(pool):
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    dec = probability.cv_decision_values(fit_fold, Xs, ysub, kern, rng, full_fit=fit)
-                del pool
+                dec = self._cv_decision_values(Xs, ysub, C_all[rows], kern, precomputed, fit, rng)
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
             report.probability_pair_done(p_no)
         report.probability_end()
         self.probA_ = probA
         self.probB_ = probB
+
+    def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, rng):
+        """The 5-fold cross-validated decision values of one binary problem (Platt's data).
+
+        Where the folds are SMO problems over the pair's rows (:meth:`_fold_problem`), they
+        start from the full fit's multipliers (SVC; :meth:`_folds_warm_start`), share the
+        kernel rows of its support vectors (:class:`maxmargin.probability.FoldRows`) and run
+        on threads (one BLAS thread each); each fold's result depends on its rows only, so the
+        model is the same bit for bit whatever the number of threads."""
+        options = self._solver_options(with_callback=False)
+        options["verbose"] = False
+        whole = np.arange(ysub.shape[0])
+        posed = self._fold_problem(Xs, ysub, bounds, kern, whole) is not None
+        shared = None
+        if posed and fit.alpha is not None and kern.name != "callable":
+            shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size)
+        warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
+
+        def fit_fold(train, alpha0):
+            problem = self._fold_problem(Xs, ysub, bounds, kern, train)
+            if problem is None:
+                return self._fit_pair(
+                    self._subset(Xs, train, precomputed), ysub[train], bounds[train], kern, options, alpha0
+                )
+            pool = shared.pool() if shared is not None else smo.KernelRowPool(self.cache_size)
+            with smo.kernel_row_pool(pool):
+                return self._fit_fold_problem(problem, options, alpha0)
+
+        workers = probability.fold_workers() if posed else 1
+        with warnings.catch_warnings(), one_blas_thread():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return probability.cv_decision_values(
+                fit_fold, Xs, ysub, kern, rng, alpha_full=warm, full_fit=fit, workers=workers
+            )
+
+    def _folds_warm_start(self):
+        """Whether a fold may start from the full fit's multipliers (restricted to its rows)."""
+        return False
 
     def _fold_problem(self, X, y, bounds, kern, train):
         """The dual of a cross-validation fold as a problem over all rows of ``X`` with
@@ -1127,9 +1147,13 @@ class SVC(BaseSVMClassifier):
             options = dict(options, **self.solver_options)
         return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, **options)
 
+    def _folds_warm_start(self):
+        return self.formulation == "l1" and self.solver in ("auto", "smo", "batched") and not self.solver_options
+
     def _fold_problem(self, X, y, bounds, kern, train):
-        solver = formulations.resolve_solver(self.formulation, self.solver, train.shape[0])
-        if self.formulation != "l1" or solver != "smo" or self.solver_options:
+        # SMO serves the folds also where the full fit took the batched solver: they start from
+        # its multipliers and hold its support vectors' kernel rows (BaseSVMClassifier._cv_decision_values)
+        if self.formulation != "l1" or self.solver not in ("auto", "smo") or self.solver_options:
             return None  # other formulations, solvers and options: through formulations.fit_binary
         m = train.shape[0]
         return DualProblem(

@@ -1,0 +1,122 @@
+"""probability=True against the plain fit, for maxmargin and scikit-learn, and the cost of callbacks.
+
+    python benchmarks/bench_probability.py                  # ijcnn1 (8000 rows) and pendigits, 3 repeats
+    python benchmarks/bench_probability.py --n 5000 --repeat 5 --data ijcnn1
+
+Per dataset, in one process (maxmargin warmed up first): the median fit time of
+
+  mm plain        maxmargin.SVC()
+  mm proba        maxmargin.SVC(probability=True)
+  sk plain        sklearn.svm.SVC()              (LIBSVM)
+  sk proba        sklearn.svm.SVC(probability=True)
+  mm progress     maxmargin.SVC() with set_callbacks(ProgressBar()) (output to /dev/null)
+
+and the ratios: proba / plain per library (the issue asks <= 1.5 for maxmargin), maxmargin's
+proba against scikit-learn's, and the progress bar's overhead (progress / plain - 1).
+The repeats alternate between the variants, so that load from other processes falls on all.
+Datasets from ../shared/data (set MAXMARGIN_DATA elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import datasets  # noqa: E402
+
+
+def load(name, n):
+    if name == "ijcnn1":
+        X, y, _, _, params = datasets.ijcnn1()
+    elif name == "pendigits":
+        X, y = datasets._svmlight("pendigits.xz", 16)
+        X = X.toarray() / 100.0
+        params = dict(C=10.0, gamma=1.0)
+    elif name == "usps":
+        X, y, _, _, params = datasets.usps()
+    else:
+        raise SystemExit(f"unknown dataset {name!r}")
+    if n and n < X.shape[0]:
+        idx = np.random.default_rng(0).choice(X.shape[0], n, replace=False)
+        X, y = X[idx], y[idx]
+    return np.ascontiguousarray(X), y, params
+
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", nargs="+", default=["ijcnn1", "pendigits"])
+    ap.add_argument("--n", type=int, default=8000, help="rows (a random subset; 0: all)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args()
+
+    import sklearn.svm
+
+    import maxmargin
+
+    maxmargin.SVC(probability=True, random_state=0).fit(np.random.rand(60, 3), np.arange(60) % 3)  # compile
+    rows = []
+    for name in args.data:
+        X, y, params = load(name, args.n)
+        variants = {
+            "mm plain": lambda: maxmargin.SVC(**params).fit(X, y),
+            "mm proba": lambda: maxmargin.SVC(probability=True, random_state=0, **params).fit(X, y),
+        }
+        if not args.no_sklearn:
+            variants["sk plain"] = lambda: sklearn.svm.SVC(**params).fit(X, y)
+            variants["sk proba"] = lambda: sklearn.svm.SVC(probability=True, random_state=0, **params).fit(X, y)
+        if not args.no_progress:
+            try:
+                from rich.console import Console
+                from sklearn.callback import ProgressBar
+                from sklearn.callback import _progressbar as pb_module
+            except ImportError:
+                print("(no sklearn.callback or rich: the progress bar's overhead is not measured)")
+            else:
+                null = open(os.devnull, "w")
+
+                orig = pb_module._Progress.__init__  # the same bar, drawn into /dev/null
+
+                def init(self, *a, **k):
+                    k.setdefault("console", Console(file=null, force_terminal=True))
+                    orig(self, *a, **k)
+
+                pb_module._Progress.__init__ = init
+                variants["mm progress"] = lambda: maxmargin.SVC(**params).set_callbacks(ProgressBar()).fit(X, y)
+        times = {k: [] for k in variants}
+        for fn in variants.values():  # once untimed: compiled routes for this shape, caches
+            fn()
+        for _ in range(args.repeat):
+            for k, fn in variants.items():
+                times[k].append(timed(fn))
+        med = {k: float(np.median(v)) for k, v in times.items()}
+        rows.append((name, X.shape, len(np.unique(y)), med))
+
+    print(f"\nload average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; median of {args.repeat}")
+    head = f"{'data':<10} {'n x d':>11} {'k':>3} " + " ".join(f"{k:>11}" for k in rows[0][3])
+    print(head + "   mm proba/plain  sk proba/plain  mm/sk proba  progress overhead")
+    for name, shape, k, med in rows:
+        line = f"{name:<10} {shape[0]:>5}x{shape[1]:<5} {k:>3} " + " ".join(f"{v:>10.2f}s" for v in med.values())
+        line += f"   {med['mm proba'] / med['mm plain']:>14.2f}"
+        line += f"  {med['sk proba'] / med['sk plain']:>14.2f}" if "sk plain" in med else f"  {'-':>14}"
+        line += f"  {med['mm proba'] / med['sk proba']:>11.2f}" if "sk proba" in med else f"  {'-':>11}"
+        if "mm progress" in med:
+            line += f"  {100 * (med['mm progress'] / med['mm plain'] - 1):>+16.1f}%"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
