@@ -162,11 +162,6 @@ class FitReport:
         """Whether anything watches this fit."""
         return self.sklearn or self.legacy is not None or bool(self.watchers)
 
-    @property
-    def forces_slow_route(self):
-        """``callback=`` is called every chunk of every sub-problem: only the pair-by-pair route does that."""
-        return self.legacy is not None
-
     # ------------------------------------------------------------------- the tree
     def begin(self, n_problems, probability=False, steps=False):
         """Open the root task: ``n_problems`` sub-problem tasks (``pair`` tasks), plus a
