@@ -57,18 +57,18 @@ def test_fold_solutions_match_libsvm_on_each_fold(monkeypatch):
     original = probability.cv_decision_values
 
     def spy(fit_fold, Xs, ysub, kernel, rng, **kw):
-        captured.append((ysub.copy(), rng.get_state()))
         dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
-        captured[-1] += (dec,)
+        captured.append((ysub.copy(), kw["plan"], dec))
         return dec
 
     monkeypatch.setattr(probability, "cv_decision_values", spy)
     maxmargin.SVC(C=2.0, gamma=0.3, tol=1e-7, probability=True, random_state=0).fit(X, y)
-    ((ysub, state, dec),) = captured
-    rng = check_random_state(0)
-    rng.set_state(state)
+    ((ysub, plan, dec),) = captured
+    # LIBSVM's folds: one permutation from random_state
+    expected = probability.fold_plan(X.shape[0], check_random_state(0))
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(plan, expected))
     reference = np.zeros_like(dec)
-    for train, test in probability.fold_plan(X.shape[0], rng):
+    for train, test in plan:
         ref = sklearn.svm.SVC(C=2.0, gamma=0.3, tol=1e-7).fit(X[train], ysub[train])
         reference[test] = ref.decision_function(X[test])  # positive for +1, as ours
     np.testing.assert_allclose(dec, reference, atol=1e-4)

@@ -272,7 +272,7 @@ def fold_plan(n, rng, n_folds=N_FOLDS):
 
 
 def cv_decision_values(
-    fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_FOLDS, full_fit=None, workers=1, on_fold=None
+    fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_FOLDS, full_fit=None, workers=1, on_fold=None, plan=None
 ):
     """Held-out decision values of a binary problem by ``n_folds``-fold cross-validation.
 
@@ -287,10 +287,12 @@ def cv_decision_values(
     With ``workers > 1`` the folds run on that many threads (``fit_fold`` must then be
     thread-safe); each fold's values go to its own test rows, so the result does not
     depend on ``workers`` or on the order in which the folds finish.
-    ``on_fold()`` is called after each fold (progress).
+    ``on_fold()`` is called after each fold (progress).  ``plan`` (from :func:`fold_plan`)
+    replaces the folds drawn from ``rng``.
     """
     n = y.shape[0]
-    plan = fold_plan(n, rng, n_folds)
+    if plan is None:
+        plan = fold_plan(n, rng, n_folds)
     dec = np.zeros(n)
 
     def one(train, test):

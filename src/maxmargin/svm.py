@@ -779,28 +779,47 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        for p_no, (fit, (rows, ysub)) in enumerate(zip(fits, members)):
+        # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
+        plans = [None if stopped else probability.fold_plan(rows.shape[0], rng) for rows, _ in members]
+        workers = probability.fold_workers()
+
+        def one(p_no, inner):
+            fit, (rows, ysub) = fits[p_no], members[p_no]
             Xs = self._subset(X, rows, precomputed)
             if stopped:
                 dec = probability.held_out_decision(
                     Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]), fit, ysub
                 )
             else:
-                dec = self._cv_decision_values(Xs, ysub, C_all[rows], kern, precomputed, fit, rng)
+                dec = self._cv_decision_values(Xs, ysub, C_all[rows], kern, precomputed, fit, plans[p_no], inner)
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
             report.probability_pair_done(p_no)
+
+        with warnings.catch_warnings(), one_blas_thread():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            if workers > 1 and n_pairs > 1 and not stopped:  # pairs on threads, their folds one by one
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=min(workers, n_pairs)) as pool:
+                    for f in [pool.submit(one, p_no, 1) for p_no in range(n_pairs)]:
+                        f.result()
+            else:  # one pair: its folds on threads
+                for p_no in range(n_pairs):
+                    one(p_no, workers)
         report.probability_end()
         self.probA_ = probA
         self.probB_ = probB
 
-    def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, rng):
-        """The 5-fold cross-validated decision values of one binary problem (Platt's data).
+    def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, plan, workers):
+        """The cross-validated decision values of one binary problem (Platt's data) on the
+        folds ``plan`` (:func:`maxmargin.probability.fold_plan`), ``workers`` folds at a time.
 
         Where the folds are SMO problems over the pair's rows (:meth:`_fold_problem`), they
-        start from the full fit's multipliers (SVC; :meth:`_folds_warm_start`), share the
-        kernel rows of its support vectors (:class:`maxmargin.probability.FoldRows`) and run
-        on threads (one BLAS thread each); each fold's result depends on its rows only, so the
-        model is the same bit for bit whatever the number of threads."""
+        start from the full fit's multipliers (SVC; :meth:`_folds_warm_start`) and share the
+        kernel rows of its support vectors (:class:`maxmargin.probability.FoldRows`); each
+        fold's result depends on its rows only, so the model is the same bit for bit whatever
+        the number of threads.  The caller holds BLAS to one thread and silences the folds'
+        ConvergenceWarnings."""
         options = self._solver_options(with_callback=False)
         options["verbose"] = False
         whole = np.arange(ysub.shape[0])
@@ -820,12 +839,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             with smo.kernel_row_pool(pool):
                 return self._fit_fold_problem(problem, options, alpha0)
 
-        workers = probability.fold_workers() if posed else 1
-        with warnings.catch_warnings(), one_blas_thread():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            return probability.cv_decision_values(
-                fit_fold, Xs, ysub, kern, rng, alpha_full=warm, full_fit=fit, workers=workers
-            )
+        return probability.cv_decision_values(
+            fit_fold, Xs, ysub, kern, None, alpha_full=warm, full_fit=fit, workers=workers if posed else 1, plan=plan
+        )
 
     def _folds_warm_start(self):
         """Whether a fold may start from the full fit's multipliers (restricted to its rows)."""
