@@ -46,6 +46,7 @@ that says so.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import math
@@ -112,7 +113,7 @@ def reports_progress(fit):
     def wrapper(self, X, y=None, sample_weight=None, **kwargs):
         report = FitReport(self, X, y, sample_weight)
         self._fit_report = report
-        manage = _management(self) if _management is not None else contextmanager(lambda: (yield))()
+        manage = _management(self) if _management is not None else contextlib.nullcontext()
         with manage:
             try:
                 out = fit(self, X, y, sample_weight=sample_weight, **kwargs)
@@ -125,8 +126,13 @@ def reports_progress(fit):
 
 
 def report_of(estimator):
-    """The fit's :class:`FitReport`, or a silent one outside :func:`reports_progress`."""
-    return getattr(estimator, "_fit_report", None) or _SILENT
+    """The fit's :class:`FitReport`; outside :func:`reports_progress` (a subclass's own ``fit``)
+    a report that serves ``callback=`` and the watchers but not scikit-learn's callbacks."""
+    report = getattr(estimator, "_fit_report", None)
+    if report is None:
+        report = FitReport(estimator)
+        report.sklearn = False
+    return report
 
 
 class FitReport:
@@ -149,7 +155,7 @@ class FitReport:
         self.root = None
         self.n_problems = 0
         self.done = 0
-        self._open = {}  # problem number -> (context, steps ended, first violation)
+        self._open = {}  # problem number -> its open _Task
         self._lock = threading.Lock()
         self._t0 = time.perf_counter()
         self._prob = None
@@ -186,8 +192,9 @@ class FitReport:
         if self.root is None or self._single:
             return
         with self._lock:
-            ctx = self.root.subcontext(task_name="pair", task_id=p_no, max_subtasks=STEPS if steps else 0)
-            ctx.sequential_subtasks = False
+            ctx = self.root.subcontext(
+                task_name="pair", task_id=p_no, max_subtasks=STEPS if steps else 0, sequential_subtasks=False
+            )
             ctx.call_on_fit_task_begin(estimator=self.estimator)
             self._open[p_no] = self._task(ctx, steps)
 
@@ -264,8 +271,9 @@ class FitReport:
     def probability_begin(self, n_pairs):
         if self.root is None:
             return
-        ctx = self.root.subcontext(task_name="probability", task_id=self.n_problems, max_subtasks=n_pairs)
-        ctx.sequential_subtasks = False
+        ctx = self.root.subcontext(
+            task_name="probability", task_id=self.n_problems, max_subtasks=n_pairs, sequential_subtasks=False
+        )
         ctx.call_on_fit_task_begin(estimator=self.estimator)
         self._prob = [ctx, 0]
 
@@ -334,16 +342,3 @@ class _Task:
     def __init__(self, ctx, has_steps):
         self.ctx, self.has_steps = ctx, has_steps
         self.ended, self.first, self.step = 0, None, None
-
-
-class _Silent(FitReport):
-    """The report of a fit outside :func:`reports_progress` (internal fits): nothing watches."""
-
-    def __init__(self):
-        super().__init__(None)
-        self.sklearn = False
-        self.legacy = None
-        self.watchers = ()
-
-
-_SILENT = _Silent()
