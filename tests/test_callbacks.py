@@ -197,3 +197,17 @@ def test_set_callbacks_without_sklearn_callback_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "set_callbacks needs scikit-learn >= 1.9" in out
+
+
+def test_cli_progress_line_is_a_watcher():
+    import io
+
+    from maxmargin.cli import Progress
+
+    X, y = _data("multi")
+    stream = io.StringIO()
+    with callbacks.watching(Progress("log", stream=stream)):
+        maxmargin.SVC().fit(X, y)  # the compiled one-vs-one route: one line per finished pair
+    lines = stream.getvalue().splitlines()
+    assert any("problems 6/6 [##########]" in line for line in lines)
+    assert sum("problems " in line for line in lines) == 6
