@@ -82,6 +82,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .kernels import PRECOMPUTED
+from .kernels.rowcache import KernelRowPool, RowCache, _pool_key, compute_row, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
 N_FOLDS = 5
@@ -343,8 +344,6 @@ class FoldRows:
     def __init__(self, X, kernel, alpha, upper, cache_size):
         from types import SimpleNamespace
 
-        from .kernels.rowcache import _pool_key, compute_row, kernel_data
-
         self.kd = kernel_data(X, kernel)
         self.key = _pool_key(SimpleNamespace(X=X, kernel=kernel), cache_size)
         self.cache_size = cache_size
@@ -375,9 +374,7 @@ class FoldRows:
 
     def pool(self):
         """A :class:`maxmargin.kernels.rowcache.KernelRowPool` for one fold: a fresh cache with the shared rows."""
-        from .kernels.rowcache import KernelRowPool, RowCache
-
-        pool = KernelRowPool(float("inf"))
+        pool = FoldPool(float("inf"), self.key)
         if self.key is None:
             return pool
         cache = RowCache(self.n, self.cache_size)
@@ -391,3 +388,15 @@ class FoldRows:
         kd = self.kd._replace(work=np.zeros_like(self.kd.work))  # scratch of the sparse rows: one per fold
         pool.entries[self.key] = [kd, cache, pool.generation]
         return pool
+
+
+class FoldPool(KernelRowPool):
+    """A pool serving one fold of one pair: the fold's problem is over the pair's rows, whose
+    fingerprint :class:`FoldRows` took once (no hashing of the data per fold)."""
+
+    def __init__(self, budget_mb, key):
+        super().__init__(budget_mb)
+        self.key = key
+
+    def key_of(self, problem, cache_size):
+        return self.key

@@ -719,7 +719,7 @@ class SolverState:
 
     def __init__(self, problem, cache_size):
         pool = getattr(_POOL, "pool", None)
-        key = _pool_key(problem, cache_size) if pool is not None else None
+        key = pool.key_of(problem, cache_size) if pool is not None else None
         found = pool.lookup(key) if key is not None else None
         n_data = problem.X.shape[0]
         if found is not None:
