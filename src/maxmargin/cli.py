@@ -365,7 +365,8 @@ def _stderr_is_tty():
 
 
 class Progress:
-    """The estimators' ``callback``: draws a progress line and carries Ctrl-C to the solver.
+    """A fit's watcher (:func:`maxmargin.callbacks.watching`, the mechanism behind
+    ``set_callbacks`` and ``callback=``): draws a progress line and carries Ctrl-C to the solver.
 
     ``mode`` is ``'tty'`` (one line redrawn in place, at most 10 times a
     second), ``'log'`` (a line per solver chunk, for ``--verbose``) or
@@ -417,6 +418,16 @@ class Progress:
         return None
 
     def format(self, info, elapsed, objective=True):
+        if "done" in info:  # a sub-problem finished (also those solved in compiled batches)
+            parts = [self.prefix] if self.prefix else []
+            done, total = int(info["done"]), int(info.get("n_subproblems") or 0)
+            if total > 1:
+                filled = int(10 * done / total)
+                parts.append(f"problems {done}/{total} [" + "#" * filled + "." * (10 - filled) + "]")
+                if 0 < done < total:
+                    parts.append(f"about {elapsed / done * (total - done):.0f} s left")
+            parts.append(f"{elapsed:.1f} s")
+            return "  ".join(parts)
         viol = float(info.get("violation", float("nan")))
         tol = float(info.get("tol", float("nan")))
         sub, nsub = info.get("subproblem"), info.get("n_subproblems")
@@ -498,16 +509,15 @@ def _fit(ctx, estimator, X, y, prefix=""):
     """Fit with progress display, Ctrl-C handling and warnings as one-line messages."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from .callbacks import watching
+
     progress = Progress(_progress_mode(ctx), prefix=prefix)
-    final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
-    if "callback" in final.get_params():
-        final.set_params(callback=progress)
     guard = InterruptGuard(progress)
     if progress.mode == "tty":
         progress.starting()
     t0 = time.perf_counter()
     try:
-        with guard, warnings.catch_warnings(record=True) as caught:
+        with guard, watching(progress), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 estimator.fit(X, y)
@@ -519,8 +529,6 @@ def _fit(ctx, estimator, X, y, prefix=""):
         raise Interrupted("training stopped; nothing was written") from None
     finally:
         progress.close()
-        if "callback" in final.get_params():
-            final.set_params(callback=None)
     if guard.interrupted:
         raise Interrupted("training stopped; nothing was written")
     seconds = time.perf_counter() - t0

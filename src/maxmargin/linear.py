@@ -51,6 +51,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
+from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .solvers import cd_l1, crammer_singer, dual_cd, tron
 from .solvers._linear_common import linear_data
 from .svm import warn_not_converged
@@ -108,7 +109,7 @@ def _resolve_dual(dual, multi_class, penalty, loss, X):
         return not prefer
 
 
-class _LinearSVMBase(BaseEstimator):
+class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
     """Validation, warm start and the solver calls shared by :class:`LinearSVC` and :class:`LinearSVR`."""
 
     #: fitted attributes a model file stores (see maxmargin.io.model)
@@ -181,8 +182,12 @@ class _LinearSVMBase(BaseEstimator):
         opts = {"tol": float(self.tol), "max_iter": int(self.max_iter), "verbose": bool(self.verbose)}
         if self.time_limit is not None:
             opts["time_limit"] = float(self.time_limit)
-        if self.callback is not None:
-            opts["callback"] = self.callback
+        report = report_of(self)
+        if n_problems == 1:
+            report.begin(1, steps=True)
+        callback = report.solver_callback(p_no)  # callback=, scikit-learn's callbacks, watchers
+        if callback is not None:
+            opts["callback"] = callback
             opts["callback_info"] = {"subproblem": p_no, "n_subproblems": n_problems}
         return opts
 
@@ -197,6 +202,10 @@ class _LinearSVMBase(BaseEstimator):
 
     def _run_problems(self, jobs, threads):
         """Run the callables ``jobs`` (one per problem), on threads where allowed; a callback stop ends the rest."""
+        report = report_of(self)
+        if len(jobs) > 1:
+            report.begin(len(jobs))
+            jobs = [self._reported(report, p, job, threads == 1) for p, job in enumerate(jobs)]
         if threads > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 return list(pool.map(lambda job: job(), jobs))
@@ -207,6 +216,16 @@ class _LinearSVMBase(BaseEstimator):
             if fit.status == "callback":
                 break
         return fits
+
+    @staticmethod
+    def _reported(report, p_no, job, steps):
+        def run():
+            report.problem_begin(p_no, steps=steps)
+            fit = job()
+            report.problem_end(p_no)
+            return fit
+
+        return run
 
     def _threads(self, n_problems):
         if n_problems < 2 or self.callback is not None or self.verbose:
@@ -304,6 +323,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         self.time_limit = time_limit
         self.n_jobs = n_jobs
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (dense or CSR; float32 stays float32) and labels ``y``."""
         self._check_params()
@@ -461,6 +481,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         self.time_limit = time_limit
         self.n_jobs = n_jobs
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (dense or CSR; float32 stays float32) and targets ``y``."""
         self._check_params()

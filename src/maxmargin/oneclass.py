@@ -27,6 +27,7 @@ import time
 import numpy as np
 from sklearn.base import OutlierMixin
 
+from .callbacks import reports_progress
 from .regression import BaseSingleSVM
 from .svm import _check_nu
 
@@ -91,6 +92,7 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
         self.time_limit = time_limit
         self.solver = solver
 
+    @reports_progress
     def fit(self, X, y=None, sample_weight=None):
         """Fit on ``X`` (``y`` is ignored)."""
         _check_nu(self.nu)

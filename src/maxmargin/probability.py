@@ -82,6 +82,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .kernels import PRECOMPUTED
+from .kernels.rowcache import KernelRowPool, RowCache, _pool_key, compute_row, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
 N_FOLDS = 5
@@ -250,7 +251,30 @@ def held_out_decision(X, kernel, train, test, fit, ytrain):
     return K @ coef - fit.rho
 
 
-def cv_decision_values(fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_FOLDS, full_fit=None):
+def fold_workers():
+    """Threads for the folds: the cores this process may use, at most Numba's thread
+    count (``numba.set_num_threads`` limits it) and the number of folds."""
+    import numba
+
+    from ._threads import cores
+
+    return max(1, min(cores(), numba.get_num_threads(), N_FOLDS))
+
+
+def fold_plan(n, rng, n_folds=N_FOLDS):
+    """LIBSVM's folds: a permutation of ``range(n)`` from ``rng`` cut into ``n_folds``
+    consecutive parts; returns ``[(train, test), ...]`` (train sorted)."""
+    perm = rng.permutation(n)
+    out = []
+    for f in range(n_folds):
+        begin, end = f * n // n_folds, (f + 1) * n // n_folds
+        out.append((np.sort(np.r_[perm[:begin], perm[end:]]), perm[begin:end]))
+    return out
+
+
+def cv_decision_values(
+    fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_FOLDS, full_fit=None, workers=1, on_fold=None, plan=None
+):
     """Held-out decision values of a binary problem by ``n_folds``-fold cross-validation.
 
     ``fit_fold(train_rows, alpha0)`` fits the binary problem on the given rows
@@ -260,28 +284,119 @@ def cv_decision_values(fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_F
     If a fold's fit raises ValueError (a degenerate fold, e.g. an infeasible nu on
     its rows) and ``full_fit`` (the fit on all rows) is given, that fold's points
     get the full fit's decision values instead.
+
+    With ``workers > 1`` the folds run on that many threads (``fit_fold`` must then be
+    thread-safe); each fold's values go to its own test rows, so the result does not
+    depend on ``workers`` or on the order in which the folds finish.
+    ``on_fold()`` is called after each fold (progress).  ``plan`` (from :func:`fold_plan`)
+    replaces the folds drawn from ``rng``.
     """
     n = y.shape[0]
-    perm = rng.permutation(n)
+    if plan is None:
+        plan = fold_plan(n, rng, n_folds)
     dec = np.zeros(n)
-    for f in range(n_folds):
-        begin, end = f * n // n_folds, (f + 1) * n // n_folds
-        test = perm[begin:end]
-        if test.size == 0:
-            continue
-        train = np.sort(np.r_[perm[:begin], perm[end:]])
+
+    def one(train, test):
         ytr = y[train]
         n_pos = int(np.sum(ytr > 0))
         if n_pos == 0 or n_pos == ytr.shape[0]:
-            dec[test] = 0.0 if ytr.shape[0] == 0 else (1.0 if n_pos else -1.0)
-            continue
+            return 0.0 if ytr.shape[0] == 0 else (1.0 if n_pos else -1.0)
         alpha0 = None if alpha_full is None else alpha_full[train]
         try:
             fit = fit_fold(train, alpha0)
         except ValueError:
             if full_fit is None:
                 raise
-            dec[test] = held_out_decision(X, kernel, np.arange(n), test, full_fit, y)
-            continue
-        dec[test] = held_out_decision(X, kernel, train, test, fit, ytr)
+            return held_out_decision(X, kernel, np.arange(n), test, full_fit, y)
+        return held_out_decision(X, kernel, train, test, fit, ytr)
+
+    todo = [(train, test) for train, test in plan if test.size]
+    if workers > 1 and len(todo) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            futures = [pool.submit(one, train, test) for train, test in todo]
+            for (_, test), f in zip(todo, futures):
+                dec[test] = f.result()
+                if on_fold is not None:
+                    on_fold()
+    else:
+        for train, test in todo:
+            dec[test] = one(train, test)
+            if on_fold is not None:
+                on_fold()
     return dec
+
+
+class FoldRows:
+    """Kernel rows the cross-validation folds of one binary problem share.
+
+    The folds are posed over all rows of the problem (``index`` = a fold's training
+    rows), so a kernel row :math:`K(x_i, \\cdot)` serves every fold.  The rows of the
+    full fit's support vectors (free ones first, as many as ``cache_size`` MB hold,
+    less two slots) are computed once, by the SMO's own row routine; each fold then starts
+    from a fresh :class:`maxmargin.kernels.rowcache.RowCache` of ``cache_size`` MB
+    holding copies of them.  A warm-started fold (from the full fit's multipliers)
+    mostly touches these rows.  A fresh copy per fold keeps each fold's run, and so
+    its result, independent of the other folds and of the threads.
+    """
+
+    def __init__(self, X, kernel, alpha, upper, cache_size):
+        from types import SimpleNamespace
+
+        self.kd = kernel_data(X, kernel)
+        self.key = _pool_key(SimpleNamespace(X=X, kernel=kernel), cache_size)
+        self.cache_size = cache_size
+        self.n = n = X.shape[0]
+        slots = max(2, min(int(cache_size * 1024 * 1024 // (8 * max(n, 1))), n)) if self.key is not None else 0
+        free = np.flatnonzero((alpha > 0) & (alpha < upper))
+        bound = np.flatnonzero((alpha > 0) & (alpha >= upper))
+        self.sv = np.r_[free, bound][: max(slots - 2, 0)].astype(np.int64)
+        self.rows = np.empty((self.sv.shape[0], n))
+        allrows = np.arange(n, dtype=np.int64)
+        kd = self.kd
+        for k, i in enumerate(self.sv):
+            compute_row(
+                kd.code,
+                kd.kp,
+                kd.X,
+                kd.data,
+                kd.indices,
+                kd.indptr,
+                kd.sqn,
+                kd.sparse,
+                kd.work,
+                i,
+                allrows,
+                n,
+                self.rows[k],
+            )
+
+    def pool(self):
+        """A :class:`maxmargin.kernels.rowcache.KernelRowPool` for one fold: a fresh cache with the shared rows."""
+        pool = FoldPool(float("inf"), self.key)
+        if self.key is None:
+            return pool
+        cache = RowCache(self.n, self.cache_size)
+        k = self.sv.shape[0]
+        cache.rows[:k] = self.rows
+        cache.slot_of[self.sv] = np.arange(k)
+        cache.row_of[:k] = self.sv
+        cache.full[:k] = True
+        cache.stamp[:k] = 1
+        cache.counters[0] = 1
+        kd = self.kd._replace(work=np.zeros_like(self.kd.work))  # scratch of the sparse rows: one per fold
+        pool.entries[self.key] = [kd, cache, pool.generation]
+        return pool
+
+
+class FoldPool(KernelRowPool):
+    """A pool serving one fold of one pair: the fold's problem is over the pair's rows, whose
+    fingerprint :class:`FoldRows` took once (no hashing of the data per fold)."""
+
+    def __init__(self, budget_mb, key):
+        super().__init__(budget_mb)
+        self.key = key
+
+    def key_of(self, problem, cache_size):
+        return self.key

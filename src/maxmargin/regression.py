@@ -39,6 +39,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import formulations
+from .callbacks import report_of, reports_progress
 from .kernels import densify_if_cheap
 from .kernels.objects import block_rows_for
 from .solvers import smo
@@ -86,6 +87,7 @@ class BaseSingleSVM(BaseKernelSVM):
     def _fit_single(self, X, z, C, rows, alpha0=None, **params):
         """The fit of this estimator's formulation on rows ``rows`` of ``X`` (no copy), with
         targets ``z`` and bounds ``C`` over those rows, through :func:`maxmargin.formulations.fit`."""
+        report_of(self).begin(1, steps=True)
         kern = self._fit_kernel(X)
         options = self._solver_options()
         if alpha0 is not None:
@@ -245,6 +247,7 @@ class SVR(_BaseRegressor):
         b = beta[rows] * (self.C / C_old if C_old else 1.0)
         return np.r_[np.maximum(b, 0.0), np.maximum(-b, 0.0)]
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (dense, sparse, or the Gram matrix for a precomputed kernel)
         and real targets ``y``."""
@@ -318,6 +321,7 @@ class NuSVR(_BaseRegressor):
         self.callback = callback
         self.time_limit = time_limit
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and real targets ``y``."""
         _check_nu(self.nu)

@@ -42,6 +42,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import formulations, probability, scaleout
 from ._threads import cores, one_blas_thread
+from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
@@ -171,7 +172,7 @@ def _check_class_labels(y):
         raise
 
 
-class BaseKernelSVM(BaseEstimator):
+class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
     """What every maxmargin kernel estimator shares.
 
     Subclasses have the parameters ``kernel, degree, gamma, coef0, sigma, tol,
@@ -240,8 +241,9 @@ class BaseKernelSVM(BaseEstimator):
         )
         if self.time_limit is not None:
             options["time_limit"] = self.time_limit
-        if with_callback and self.callback is not None:
-            options["callback"] = self.callback
+        callback = report_of(self).solver_callback(subproblem) if with_callback else None
+        if callback is not None:  # callback=, scikit-learn's callbacks and watchers (maxmargin.callbacks)
+            options["callback"] = callback
             options["callback_info"] = {"subproblem": subproblem, "n_subproblems": n_subproblems}
         return options
 
@@ -364,6 +366,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         raise NotImplementedError
 
     # ------------------------------------------------------------------- fit
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM on ``X`` (dense or sparse; the Gram matrix for a
         precomputed kernel) and labels ``y``; dask arrays / DataFrames are gathered first
@@ -409,6 +412,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
         self.classes_ = classes
         kern = self._fit_kernel(X)
+        report = report_of(self)
+        report.begin(len(pairs), probability=bool(self.probability))
         fits = []
         workers = self._pair_workers(members, warm)
         compiled = self._compiled_pairs(X, kern, members, warm)
@@ -421,10 +426,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 for p_no, (rows, ysub) in enumerate(members):
                     options = self._solver_options(p_no, len(pairs))
                     alpha0 = None if warm is None else warm[p_no]
+                    report.problem_begin(p_no)
                     fit = self._fit_pair(X, ysub, C_all[rows], kern, options, alpha0, rows=rows)
+                    report.problem_end(p_no)
                     fits.append(fit)
                     if fit.status == "callback":
                         break
+            # stopped by a callback: the pairs not started keep the zero solution (usable, not converged)
+            for rows, _ in members[len(fits) :]:
+                fits.append(formulations.BinaryFit(np.zeros(rows.shape[0]), 0.0, 0.0, 0, np.inf, False, "callback"))
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
         if self.probability:
             self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed)
@@ -494,6 +504,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
         (all at once, compiled, on every core), the rest one by one as usual."""
         chosen = [p for p in range(len(pairs)) if compiled[p]]
+        report = report_of(self)
         res = ovo.solve_pairs(
             block_data(X, kern),
             y_idx,
@@ -503,6 +514,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             max_iter=self.max_iter,
             shrinking=bool(self.shrinking),
             time_limit=self.time_limit,
+            on_batch=(lambda p0, p1: report.batch_done(chosen[p0:p1])) if report.active else None,
         )
         fits = [None] * len(pairs)
         for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo")):
@@ -511,7 +523,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             if fits[p_no] is None:
                 rows, ysub = members[p_no]
                 options = self._solver_options(p_no, len(pairs))
+                report.problem_begin(p_no)
                 fits[p_no] = self._fit_pair(X, ysub, C_all[rows], kern, options, rows=rows)
+                report.problem_end(p_no)
         return fits
 
     def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers):
@@ -524,13 +538,22 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_pairs = len(members)
         stop = threading.Event()  # set on Ctrl-C: the running pairs stop at their next chunk
 
-        def halt(info):
-            return False if stop.is_set() else None
+        report = report_of(self)
 
         def one(p_no, cache):
             rows, ysub = members[p_no]
+            watch = report.solver_callback(p_no)
+
+            def halt(info):
+                if stop.is_set() or (watch is not None and watch(info) is False):
+                    return False
+                return None
+
             options = dict(self._solver_options(p_no, n_pairs), cache_size=cache, callback=halt)
-            return self._fit_pair(X, ysub, C_all[rows], kern, options, None, rows=rows)
+            report.problem_begin(p_no, steps=False)
+            fit = self._fit_pair(X, ysub, C_all[rows], kern, options, None, rows=rows)
+            report.problem_end(p_no)
+            return fit
 
         big = [p for p in range(n_pairs) if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
         small = [p for p in range(n_pairs) if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
@@ -725,6 +748,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         probA = np.zeros(n_pairs)
         probB = np.zeros(n_pairs)
         stopped = any(f.status == "callback" for f in fits)
+        report = report_of(self)
+        report.probability_begin(n_pairs)
         if stopped:
             warnings.warn(
                 "the fit was stopped by the callback: the probability sigmoids are fitted on the "
@@ -732,33 +757,71 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        for p_no, (fit, (rows, ysub)) in enumerate(zip(fits, members)):
+        # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
+        plans = [None if stopped else probability.fold_plan(rows.shape[0], rng) for rows, _ in members]
+        workers = probability.fold_workers()
+
+        def one(p_no, inner):
+            fit, (rows, ysub) = fits[p_no], members[p_no]
             Xs = self._subset(X, rows, precomputed)
             if stopped:
                 dec = probability.held_out_decision(
                     Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]), fit, ysub
                 )
             else:
-                bounds = C_all[rows]
-                options = self._solver_options(with_callback=False)
-                options["verbose"] = False
-
-                def fit_fold(train, alpha0, Xs=Xs, ysub=ysub, bounds=bounds, options=options):
-                    problem = self._fold_problem(Xs, ysub, bounds, kern, train)
-                    if problem is None:
-                        return self._fit_pair(Xs, ysub[train], bounds[train], kern, options, alpha0, rows=train)
-                    return self._fit_fold_problem(problem, options, alpha0)
-
-                # the folds are problems over the pair's own data rows (``index`` = the training
-                # rows of the fold), so one kernel-row cache serves all five of them
-                pool = smo.KernelRowPool(self.cache_size)
-                with warnings.catch_warnings(), smo.kernel_row_pool(pool):
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    dec = probability.cv_decision_values(fit_fold, Xs, ysub, kern, rng, full_fit=fit)
-                del pool
+                dec = self._cv_decision_values(Xs, ysub, C_all[rows], kern, precomputed, fit, plans[p_no], inner)
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
+            report.probability_pair_done(p_no)
+
+        with warnings.catch_warnings(), one_blas_thread():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            if workers > 1 and n_pairs > 1 and not stopped:  # pairs on threads, their folds one by one
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=min(workers, n_pairs)) as pool:
+                    for f in [pool.submit(one, p_no, 1) for p_no in range(n_pairs)]:
+                        f.result()
+            else:  # one pair: its folds on threads
+                for p_no in range(n_pairs):
+                    one(p_no, workers)
+        report.probability_end()
         self.probA_ = probA
         self.probB_ = probB
+
+    def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, plan, workers):
+        """The cross-validated decision values of one binary problem (Platt's data) on the
+        folds ``plan`` (:func:`maxmargin.probability.fold_plan`), ``workers`` folds at a time.
+
+        Where the folds are SMO problems over the pair's rows (:meth:`_fold_problem`), they
+        start from the full fit's multipliers (SVC; :meth:`_folds_warm_start`) and share the
+        kernel rows of its support vectors (:class:`maxmargin.probability.FoldRows`); each
+        fold's result depends on its rows only, so the model is the same bit for bit whatever
+        the number of threads.  The caller holds BLAS to one thread and silences the folds'
+        ConvergenceWarnings."""
+        options = self._solver_options(with_callback=False)
+        options["verbose"] = False
+        whole = np.arange(ysub.shape[0])
+        posed = self._fold_problem(Xs, ysub, bounds, kern, whole) is not None
+        shared = None
+        if posed and fit.alpha is not None and kern.name != "callable":
+            shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size)
+        warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
+
+        def fit_fold(train, alpha0):
+            problem = self._fold_problem(Xs, ysub, bounds, kern, train)
+            if problem is None:
+                return self._fit_pair(Xs, ysub[train], bounds[train], kern, options, alpha0, rows=train)
+            pool = shared.pool() if shared is not None else smo.KernelRowPool(self.cache_size)
+            with smo.kernel_row_pool(pool):
+                return self._fit_fold_problem(problem, options, alpha0)
+
+        return probability.cv_decision_values(
+            fit_fold, Xs, ysub, kern, None, alpha_full=warm, full_fit=fit, workers=workers if posed else 1, plan=plan
+        )
+
+    def _folds_warm_start(self):
+        """Whether a fold may start from the full fit's multipliers (restricted to its rows)."""
+        return False
 
     def _fold_problem(self, X, y, bounds, kern, train):
         """The dual of a cross-validation fold as a problem over all rows of ``X`` with
@@ -1104,9 +1167,13 @@ class SVC(BaseSVMClassifier):
                 )
         return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, rows=rows, **options)
 
+    def _folds_warm_start(self):
+        return self.formulation == "l1" and self.solver in ("auto", "smo", "batched") and not self.solver_options
+
     def _fold_problem(self, X, y, bounds, kern, train):
-        solver = formulations.resolve_solver(self.formulation, self.solver, train.shape[0])
-        if self.formulation != "l1" or solver != "smo" or self.solver_options:
+        # SMO serves the folds also where the full fit took the batched solver: they start from
+        # its multipliers and hold its support vectors' kernel rows (BaseSVMClassifier._cv_decision_values)
+        if self.formulation != "l1" or self.solver not in ("auto", "smo") or self.solver_options:
             return None  # other formulations, solvers and options: through formulations.fit_binary
         m = train.shape[0]
         return DualProblem(

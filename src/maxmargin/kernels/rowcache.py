@@ -240,6 +240,10 @@ class KernelRowPool:
     def new_generation(self):
         self.generation += 1
 
+    def key_of(self, problem, cache_size):
+        """The key of ``problem``'s cache in this pool (a fingerprint of its data; None: never pooled)."""
+        return _pool_key(problem, cache_size)
+
     def nbytes(self):
         return sum(e[1].rows.nbytes for e in self.entries.values())
 

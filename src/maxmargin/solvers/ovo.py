@@ -370,7 +370,9 @@ def _run_batches(fn, batches, workers, stop):
     return why
 
 
-def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, workers=None, time_limit=None):
+def solve_pairs(
+    bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, workers=None, time_limit=None, on_batch=None
+):
     """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
 
     ``bd`` is the :class:`maxmargin.kernels.blocks.BlockData` of the training data,
@@ -380,6 +382,8 @@ def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, work
     ``alpha``/``grad`` (per pair),
     ``rho``, ``objective``, ``n_iter``, ``violation``, and ``status``
     ('converged', or 'time_limit' with the unsolved pairs' ``alpha`` None).
+    ``on_batch(p0, p1)``, if given, is called (on the worker's thread) when the pairs
+    ``p0 .. p1-1`` are solved; returning False stops as a time limit does (status 'callback').
     """
     t0 = time.perf_counter()
     y_idx = np.asarray(y_idx)
@@ -408,7 +412,11 @@ def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, work
     limit = NO_LIMIT if max_iter is None or max_iter < 0 else int(max_iter)
     workers = workers or cores()
 
+    halted = []
+
     def stop():
+        if halted:
+            return "callback"
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
             return "time_limit"
         return None
@@ -437,6 +445,8 @@ def solve_pairs(bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, work
             res,
         )
         done[p0:p1] = True
+        if on_batch is not None and on_batch(p0, p1) is False:
+            halted.append(True)
 
     with one_blas_thread():
         why = _run_batches(classes, _batches(list(sizes_sq), BATCH_ENTRIES), workers, stop)

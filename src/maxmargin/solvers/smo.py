@@ -446,7 +446,7 @@ def _shrink(kd, cache, sv, tol, nu):
 INIT_BLOCK_COLS = 2048
 
 
-def init_gradient(problem, alpha, y, p, U, shift, kidx):
+def init_gradient(problem, alpha, y, p, U, shift, kidx, cache=None):
     r"""Gradient :math:`G = Q\alpha + p` and :math:`\bar G_t = \sum_{j:\alpha_j = U_j} U_jQ_{tj}` at
     the starting point, by kernel *blocks* (BLAS-3 matrix products of
     :meth:`maxmargin.kernels.Kernel.mmv`) between all data rows and the rows of the
@@ -456,7 +456,9 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
     :math:`G_t = p_t + s_t\alpha_t + y_t\,(Kc)_{k(t)}`, and the same with
     :math:`U_j` over the bounded :math:`j` for :math:`\bar G` (plus :math:`U_ts_t` on its
     own diagonal).  Warm starts and the nonzero starts of nu-SVC, nu-SVR and
-    one-class problems need this; a zero start costs nothing.
+    one-class problems need this; a zero start costs nothing.  Where ``cache`` (a
+    :class:`RowCache`) already holds every needed data row whole (the cross-validation
+    folds of ``probability=True``), :math:`Kc` is taken from those rows instead.
     """
     n_var = y.shape[0]
     G = p + shift * alpha
@@ -472,7 +474,10 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx):
     rows = np.flatnonzero(np.any(coef != 0, axis=1))
     kernel, X = problem.kernel, problem.X
     s = np.zeros((n_data, 2))
-    if kernel.code == 4 and getattr(kernel, "name", "") != "callable":  # precomputed: X is the Gram matrix
+    slots = cache.slot_of[rows] if cache is not None else None
+    if slots is not None and np.all(slots >= 0) and np.all(cache.full[slots]):
+        s = cache.rows[slots].T @ coef[rows]  # K is symmetric: row r holds K(x_r, x_t) for every t
+    elif kernel.code == 4 and getattr(kernel, "name", "") != "callable":  # precomputed: X is the Gram matrix
         Xr = X[:, rows]
         s = np.asarray(Xr @ coef[rows])
     else:
@@ -760,7 +765,7 @@ class SolverState:
 
     def __init__(self, problem, cache_size):
         pool = getattr(_POOL, "pool", None)
-        key = _pool_key(problem, cache_size) if pool is not None else None
+        key = pool.key_of(problem, cache_size) if pool is not None else None
         found = pool.lookup(key) if key is not None else None
         n_data = problem.X.shape[0]
         if found is not None:
@@ -872,7 +877,7 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
     nu = bool(problem.nu_constraints)
     st = SolverState(problem, cache_size)
     ka = st.kargs()
-    st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx)
+    st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx, st.cache)
     st.sv = st.arrays()
     t0 = time.perf_counter()
     chunk = 2000

@@ -1,0 +1,84 @@
+"""probability=True's cross-validation folds: right fold solutions, the same model whatever the threads."""
+
+import numpy as np
+import pytest
+import sklearn.svm
+from sklearn.datasets import make_blobs, make_classification
+from sklearn.utils import check_random_state
+
+import maxmargin
+from maxmargin import probability
+
+
+def _bits(est):
+    return [np.asarray(a).tobytes() for a in (est.dual_coef_, est.intercept_, est.probA_, est.probB_)]
+
+
+@pytest.mark.parametrize("kind", ["binary", "multi", "sparse"])
+def test_same_model_bit_for_bit_across_runs_and_threads(kind, monkeypatch):
+    import numba
+
+    if kind == "multi":
+        X, y = make_blobs(450, 5, centers=3, cluster_std=3.0, random_state=0)
+    else:
+        X, y = make_classification(500, 8, flip_y=0.1, random_state=0)
+    if kind == "sparse":
+        import scipy.sparse as sp
+
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    models = []
+    for workers, threads in ((1, 1), (3, numba.config.NUMBA_NUM_THREADS), (1, 1)):
+        monkeypatch.setattr(probability, "fold_workers", lambda w=workers: w)
+        numba.set_num_threads(threads)
+        try:
+            est = maxmargin.SVC(C=3.0, probability=True, random_state=7).fit(X, y)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        models.append(_bits(est))
+    assert models[0] == models[1] == models[2]
+
+
+def test_fold_workers_follow_numba_threads():
+    import numba
+
+    numba.set_num_threads(1)
+    try:
+        assert probability.fold_workers() == 1
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert 1 <= probability.fold_workers() <= probability.N_FOLDS
+
+
+def test_fold_solutions_match_libsvm_on_each_fold(monkeypatch):
+    """The warm-started folds with shared kernel rows solve the same problems as cold fits by
+    LIBSVM (scikit-learn's SVC) on each fold's rows: the held-out decision values agree."""
+    X, y = make_classification(400, 6, flip_y=0.05, random_state=3)
+    captured = []
+    original = probability.cv_decision_values
+
+    def spy(fit_fold, Xs, ysub, kernel, rng, **kw):
+        dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
+        captured.append((ysub.copy(), kw["plan"], dec))
+        return dec
+
+    monkeypatch.setattr(probability, "cv_decision_values", spy)
+    maxmargin.SVC(C=2.0, gamma=0.3, tol=1e-7, probability=True, random_state=0).fit(X, y)
+    ((ysub, plan, dec),) = captured
+    # LIBSVM's folds: one permutation from random_state
+    expected = probability.fold_plan(X.shape[0], check_random_state(0))
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(plan, expected))
+    reference = np.zeros_like(dec)
+    for train, test in plan:
+        ref = sklearn.svm.SVC(C=2.0, gamma=0.3, tol=1e-7).fit(X[train], ysub[train])
+        reference[test] = ref.decision_function(X[test])  # positive for +1, as ours
+    np.testing.assert_allclose(dec, reference, atol=1e-4)
+
+
+def test_predict_from_proba_is_the_argmax():
+    X, y = make_blobs(300, 4, centers=4, cluster_std=3.5, random_state=2)
+    est = maxmargin.SVC(probability=True, predict_from_proba=True, random_state=0).fit(X, y)
+    P = est.predict_proba(X)
+    np.testing.assert_array_equal(est.predict(X), est.classes_[np.argmax(P, axis=1)])
+    binary = (y == 0).astype(int)
+    est2 = maxmargin.SVC(probability=True, predict_from_proba=True, random_state=0).fit(X, binary)
+    np.testing.assert_array_equal(est2.predict(X), est2.classes_[np.argmax(est2.predict_proba(X), axis=1)])
