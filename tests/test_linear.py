@@ -1,6 +1,7 @@
 """LinearSVC / LinearSVR: objectives and weights against liblinear-official, scikit-learn and an independent QP;
 scikit-learn's estimator checks; errors; callback, time limit and warm start; model files both ways."""
 
+import json
 import warnings
 
 import numpy as np
@@ -567,6 +568,68 @@ def test_cli_train_linear(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["train", str(data), "--model-format", "liblinear", "-o", str(out)])
     assert r.exit_code != 0 and "needs --linear" in r.output
+
+
+def _line(output, start):
+    return next(x for x in output.splitlines() if x.strip().startswith(start))
+
+
+def test_cli_linear_margin_line_says_one_over_norm_w(tmp_path):
+    """The training report's margin of a linear model is 1/||w|| (intercept excluded), and says so; a kernel
+    model's line keeps min y f(x)/||w||."""
+    from click.testing import CliRunner
+    from sklearn.datasets import dump_svmlight_file
+
+    from maxmargin.cli import cli
+    from maxmargin.io import load_liblinear_model
+
+    X, y = _data(2)
+    data = tmp_path / "d.svm"
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(data), zero_based=False)
+    r = CliRunner().invoke(
+        cli, ["train", str(data), "--linear", "--model-format", "liblinear", "-o", str(tmp_path / "m")]
+    )
+    assert r.exit_code == 0, r.output
+    line = _line(r.output, "margin")
+    assert "1 / ||w||" in line and "min y f(x)" not in line
+    coef = load_liblinear_model(tmp_path / "m").coef_
+    assert float(line.split()[1]) == pytest.approx(1.0 / np.linalg.norm(coef), rel=1e-3)
+    r = CliRunner().invoke(cli, ["train", str(data), "-k", "linear", "-o", str(tmp_path / "k.mm")])
+    assert r.exit_code == 0, r.output
+    assert "min y f(x) / ||w||" in _line(r.output, "margin")
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cli_info_reads_liblinear_files(n_classes, tmp_path):
+    """``maxmargin info`` describes a LIBLINEAR model file written by liblinear-official itself: solver type,
+    classes, features, and 1/||w|| per problem from the file's weights."""
+    from click.testing import CliRunner
+
+    from maxmargin.cli import cli
+
+    X, y = _data(n_classes, seed=4)
+    y = np.array([4, -2, 9])[y]
+    m = _liblinear(X, y, 2, eps=1e-3)
+    path = tmp_path / "theirs.model"
+    liblinearutil.save_model(str(path), m)
+    nr_w = 1 if n_classes == 2 else n_classes
+    W = np.ctypeslib.as_array(m.w, shape=((X.shape[1] + 1) * nr_w,)).reshape(X.shape[1] + 1, nr_w)
+    norms = np.linalg.norm(W[:-1], axis=0)  # the bias feature's weight is the intercept: excluded
+    r = CliRunner().invoke(cli, ["info", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "LIBLINEAR model file" in _line(r.output, "File")
+    assert "L2R_L2LOSS_SVC" in _line(r.output, "Parameters")
+    assert _line(r.output, "Features").split()[1] == str(X.shape[1])
+    assert all(str(c) in _line(r.output, "Type") for c in (4, -2, 9)[:n_classes])
+    margin = _line(r.output, "Margin")
+    assert "1 / ||w||" in margin
+    shown = [float(v) for v in margin.split()[1:4:2]] if n_classes > 2 else [float(margin.split()[1])]
+    np.testing.assert_allclose(shown, [(1 / norms).min(), (1 / norms).max()][: len(shown)], rtol=1e-3)
+    r = CliRunner().invoke(cli, ["info", "--json", str(path)])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["file_format"] == "liblinear" and d["n_features"] == X.shape[1]
+    np.testing.assert_allclose(np.sort(np.atleast_1d(d["margin"])), np.sort(1 / norms), rtol=1e-9)
 
 
 # --------------------------------------------------------------------------- the approximate-kernel route
