@@ -163,6 +163,101 @@ def test_svc_matches_liblinear(combo, sparse):
     assert _agree_decisive(est, X, p_ll) >= 0.995
 
 
+def _sparse_wide(n=3000, d=3000, nnz=12, seed=0):
+    """A bag-of-words-like binary problem: ``nnz`` random features a row (a few frequent ones), labels from a
+    planted sparse rule with 5% flipped."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / (np.arange(d) + 5.0)
+    cols = rng.choice(d, size=(n, nnz), p=p / p.sum())
+    X = sp.csr_matrix((rng.uniform(0.2, 1.0, n * nnz), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
+    X.sum_duplicates()
+    y = np.where(X @ rng.normal(size=d) > 0, 1, -1)
+    flip = rng.random(n) < 0.05
+    y[flip] = -y[flip]
+    return X, y
+
+
+@pytest.fixture
+def async_everywhere(monkeypatch):
+    """The asynchronous dual CD on small data (its size thresholds off)."""
+    from maxmargin.solvers import dual_cd
+
+    monkeypatch.setattr(dual_cd, "ASYNC_STORED", 0)
+    monkeypatch.setattr(dual_cd, "ASYNC_MIN_FEATURES", 0)
+    monkeypatch.setattr(dual_cd, "ASYNC_MIN_ROWS", 100)
+    if dual_cd.numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: no asynchronous workers")
+    return dual_cd
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_async_dual_cd_matches_liblinear(loss, async_everywhere):
+    """The asynchronous epochs (two workers, one shared w) end at LIBLINEAR's objective, with w rebuilt from
+    alpha: the same problem as the serial solver, to the same tol."""
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y = _sparse_wide()
+    C = 0.1 if loss == "hinge" else 0.5
+    ld = linear_data(X, 1.0)
+    assert async_everywhere.async_workers(ld, 2) == 2
+    yy = y.astype(float)
+    Ci = np.full(len(y), C)
+    fit = async_everywhere.solve_svc(ld, yy, Ci, squared=loss != "hinge", tol=1e-6, max_iter=100000, n_threads=2)
+    assert fit.async_workers == 2 and fit.converged
+    np.testing.assert_allclose(fit.w[:-1], X.T @ (fit.dual * yy), rtol=1e-10, atol=1e-12)  # w is sum a_i y_i x_i
+    np.testing.assert_allclose(fit.w[-1], fit.dual @ yy, rtol=1e-10, atol=1e-12)
+    assert fit.gap < 1e-4 * abs(fit.objective)
+    m = _liblinear(X, y, 1 if loss != "hinge" else 3, C=C, eps=1e-6)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", loss, "ovr", X, y, W[:-1], W[-1], C)[0]
+    ours = primal_svc("l2", loss, "ovr", X, y, fit.w[:-1], fit.w[-1], C)[0]
+    assert _rel(ours, fit.objective) < 1e-9
+    assert _rel(ours, theirs) < 1e-4, (ours, theirs)
+    p_ll, _, _ = liblinearutil.predict(yy, X, m, "-q")
+    assert _agree(np.where(X @ fit.w[:-1] + fit.w[-1] > 0, 1.0, -1.0), p_ll) >= 0.995
+
+
+def test_async_only_when_asked_and_not_seeded(async_everywhere, monkeypatch):
+    """LinearSVC hands threads to one binary dual problem only for n_jobs > 1 with random_state=None; a set
+    random_state keeps the fit serial and reproducible.  The estimator's async fit reaches the serial objective."""
+    seen = []
+    solve = async_everywhere.solve_svc
+
+    def spy(*args, **kwargs):
+        fit = solve(*args, **kwargs)
+        seen.append(fit.async_workers)
+        return fit
+
+    monkeypatch.setattr(async_everywhere, "solve_svc", spy)
+    X, y = _sparse_wide(seed=2)
+    kw = {"dual": True, "C": 0.5, "tol": 1e-5, "max_iter": 100000}
+    serial = LinearSVC(**kw, random_state=0, n_jobs=2).fit(X, y)
+    again = LinearSVC(**kw, random_state=0, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(serial.coef_, again.coef_)
+    LinearSVC(**kw).fit(X, y)  # n_jobs=None: serial
+    fast = LinearSVC(**kw, n_jobs=2).fit(X, y)
+    assert seen == [1, 1, 1, 2]
+    assert _rel(fast.objective_[0], serial.objective_[0]) < 1e-4
+    assert _agree(fast.predict(X), serial.predict(X)) >= 0.995
+    LinearSVC(**kw, n_jobs=2).fit(X, np.array([0, 1, 2])[(np.arange(len(y)) % 3)])  # one-vs-rest: serial problems
+    assert seen[4:] == [1, 1, 1]
+
+
+def test_async_rule_wants_large_sparse_wide_data():
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, _ = _sparse_wide(n=20000, d=5000, nnz=12)
+    ld = linear_data(X, 1.0)
+    assert dual_cd.async_workers(ld, 1) == 1
+    want = min(2, dual_cd.numba.get_num_threads())
+    assert dual_cd.async_workers(ld, 2) == want
+    assert dual_cd.async_workers(linear_data(X[:1000], 1.0), 2) == 1  # small
+    assert dual_cd.async_workers(linear_data(X[:, :1000], 1.0), 2) == 1  # few features
+    dense_ish = sp.random(20000, 2500, density=0.02, format="csr", random_state=0)
+    assert dual_cd.async_workers(linear_data(dense_ish, 1.0), 2) == 1  # not sparse enough
+
+
 @pytest.mark.parametrize(
     "loss,dual,solver",
     [

@@ -28,7 +28,9 @@ the C of the positive class only; the rest keep ``C * sample_weight``.
 Added to scikit-learn's API: ``callback`` and ``time_limit`` (as the other maxmargin estimators),
 ``warm_start`` (start from the previous fit's dual variables, scaled by ``C_new / C_old`` for the
 classifiers, or weights),
-``shrinking``, ``n_jobs`` (threads for the one-vs-rest problems), and the fitted ``objective_`` (primal
+``shrinking``, ``n_jobs`` (threads for the one-vs-rest problems; for one binary problem of the dual solvers,
+``n_jobs`` > 1 with ``random_state=None`` allows asynchronous epochs on large, high-dimensional sparse data --
+see ``dual_cd.solve_svc`` and ``dual_cd.async_workers`` -- same ``tol``, not reproducible run to run), and the fitted ``objective_`` (primal
 objective per problem), ``duality_gap_`` (dual solvers; NaN otherwise), ``margin_`` (1/||w|| per problem,
 intercept excluded), ``fit_status_`` and ``fit_time_``.
 """
@@ -215,6 +217,14 @@ class _LinearSVMBase(BaseEstimator):
         limit = cores if self.n_jobs is None else int(self.n_jobs)
         return max(1, min(limit, n_problems))
 
+    def _async_threads(self, n_problems):
+        """Threads offered to one binary dual CD problem (see ``dual_cd.solve_svc``): ``n_jobs`` when the user
+        asked for more than one and left ``random_state`` unset (the asynchronous epochs are not reproducible),
+        else 1."""
+        if n_problems != 1 or self.n_jobs is None or self.n_jobs <= 1 or self.random_state is not None:
+            return 1
+        return int(self.n_jobs)
+
     def _finish(self, fits, nf, bias, t_start):
         W = np.vstack([np.atleast_2d(f.w) for f in fits])
         coef = W[:, :nf]
@@ -358,7 +368,15 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                 s = seed + 7919 * p_no
                 if solver in (1, 3):
                     return dual_cd.solve_svc(
-                        ld, yb, Ci, squared=solver == 1, shrinking=self.shrinking, seed=s, alpha0=prev_dual, **opts
+                        ld,
+                        yb,
+                        Ci,
+                        squared=solver == 1,
+                        shrinking=self.shrinking,
+                        seed=s,
+                        alpha0=prev_dual,
+                        n_threads=self._async_threads(len(targets)),
+                        **opts,
                     )
                 if solver == 2:
                     return tron.solve(ld, yb, Ci, kind="squared_hinge", w0=prev_w, parallel=threads == 1, **opts)
