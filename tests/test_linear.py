@@ -217,6 +217,27 @@ def test_async_dual_cd_matches_liblinear(loss, async_everywhere):
     assert _agree(np.where(X @ fit.w[:-1] + fit.w[-1] > 0, 1.0, -1.0), p_ll) >= 0.995
 
 
+def test_async_stopped_early_keeps_w_consistent(async_everywhere):
+    """A fit stopped inside the asynchronous phase (max_iter, callback) still returns w = sum a_i y_i x_i and the
+    primal objective of that w."""
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y = _sparse_wide(seed=5)
+    ld = linear_data(X, 1.0)
+    yy = y.astype(float)
+    Ci = np.full(len(y), 0.5)
+    stops = [
+        {"max_iter": 2},
+        {"max_iter": 1000, "callback": lambda info: False},
+    ]
+    for kw in stops:
+        fit = async_everywhere.solve_svc(ld, yy, Ci, tol=1e-8, n_threads=2, **kw)
+        assert fit.async_workers == 2 and not fit.converged
+        np.testing.assert_allclose(fit.w[:-1], X.T @ (fit.dual * yy), rtol=1e-10, atol=1e-12)
+        ours = primal_svc("l2", "squared_hinge", "ovr", X, y, fit.w[:-1], fit.w[-1], 0.5)[0]
+        assert _rel(ours, fit.objective) < 1e-9
+
+
 def test_async_only_when_asked_and_not_seeded(async_everywhere, monkeypatch):
     """LinearSVC hands threads to one binary dual problem only for n_jobs > 1 with random_state=None; a set
     random_state keeps the fit serial and reproducible.  The estimator's async fit reaches the serial objective."""
