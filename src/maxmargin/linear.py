@@ -329,7 +329,10 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         dual = _resolve_dual(self.dual, self.multi_class, self.penalty, self.loss, X)
         solver = liblinear_solver_type(self.multi_class, self.penalty, self.loss, dual)
         sw = self._sample_weights(sample_weight, X)
-        cw = compute_class_weight(self.class_weight, classes=classes, y=y, sample_weight=sample_weight)
+        if self.class_weight is None:  # skips compute_class_weight's parameter validation (~0.1 ms a fit)
+            cw = np.ones(classes.shape[0])
+        else:
+            cw = compute_class_weight(self.class_weight, classes=classes, y=y, sample_weight=sample_weight)
         bias = self._bias()
         keep = np.flatnonzero(sw > 0)
         if keep.shape[0] < X.shape[0]:
