@@ -35,6 +35,8 @@ LIBLINEAR does).
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -169,15 +171,17 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc,
 _fun_par, _fun_ser = parallel_and_serial(_fun, nogil=True)
 _grad_diag_par, _grad_diag_ser = parallel_and_serial(_grad_diag, nogil=True)
 _hess_vec_par, _hess_vec_ser = parallel_and_serial(_hess_vec, nogil=True)
+#: the passes the outer-loop functions below call: each compiled family (:func:`_compiled_family`) binds its own
+_FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
 
 
 # --------------------------------------------------------------------------- the compiled outer loop
 #
-# The trust-region iterations and the CG steps run in one compiled call (:func:`_tron_run`): on small sets
-# (mushrooms, a9a: fits of a few milliseconds) the Python loop and the small-vector NumPy temporaries it made
-# cost about as much as the passes over the data.  The state between calls (chunks of iterations, for a
-# callback or time limit) lives in three arrays: ``vec`` (rows W, G, M, S, R, D, HD, ZV, WN below, each of
-# ``m`` weights), ``fstate`` and ``istate``.
+# The trust-region iterations and the CG steps run in one compiled call (:func:`_tron_run`, compiled once per
+# family of passes by :func:`_compiled_family`: serial and parallel): on small sets (mushrooms: a fit of ~6 ms)
+# the Python loop and its small-vector NumPy temporaries cost ~0.5 ms a fit.  The state between calls (chunks
+# of iterations, for a callback or time limit) lives in three arrays: ``vec`` (rows W, G, M, S, R, D, HD, ZV,
+# WN below, each of ``m`` weights), ``fstate`` and ``istate``.
 
 W, G, MP, S, R, D, HD, ZV, WN = range(9)
 F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL = range(5)
@@ -200,24 +204,16 @@ def _mdot(a, M, b):
     return t
 
 
-@njit(cache=True, nogil=True)
-def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks, par):
+def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks):
     """f(w), storing X w in ``o``."""
-    if par:
-        loss = _fun_par(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks)
-    else:
-        loss = _fun_ser(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks)
+    loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks)
     return 0.5 * _dot(w, w) + loss
 
 
-@njit(cache=True, nogil=True)
-def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, z, act, n_act, acc, chunks, par):
+def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, z, act, n_act, acc, chunks):
     """g = grad f and the preconditioner M = (1 - a) + a diag(H) at the point whose outputs are ``o``;
     returns ||g||."""
-    if par:
-        _grad_diag_par(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, chunks)
-    else:
-        _grad_diag_ser(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, chunks)
+    _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, chunks)
     m = w.shape[0]
     gn = 0.0
     for j in range(m):
@@ -232,13 +228,9 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps
     return np.sqrt(gn)
 
 
-@njit(cache=True, nogil=True)
-def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, par):
+def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks):
     """out = H v."""
-    if par:
-        _hess_vec_par(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks)
-    else:
-        _hess_vec_ser(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks)
+    _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks)
     for j in range(v.shape[0]):
         t = v[j]
         for c in range(chunks):
@@ -246,7 +238,6 @@ def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, z, act, n_ac
         out[j] = t
 
 
-@njit(cache=True, nogil=True)
 def _tron_init(
     Xd,
     data,
@@ -265,7 +256,6 @@ def _tron_init(
     n_act,
     acc,
     chunks,
-    par,
     vec,
     fstate,
     istate,
@@ -273,7 +263,7 @@ def _tron_init(
     """f, g, M, ||g|| and the first trust-region radius at ``vec[W]``."""
     cur = istate[I_CUR]
     w = vec[W]
-    fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, outs[cur], chunks, par)
+    fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, outs[cur], chunks)
     gn = _c_grad(
         w,
         vec[G],
@@ -295,7 +285,6 @@ def _tron_init(
         n_act,
         acc,
         chunks,
-        par,
     )
     fstate[F_GNORM] = gn
     if fstate[F_GNORM0] < 0.0:
@@ -305,8 +294,7 @@ def _tron_init(
         istate[I_DONE] = 1
 
 
-@njit(cache=True, nogil=True)
-def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, par, vec, delta):
+def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, vec, delta):
     r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta, into ``vec[S]`` with ``vec[R]`` = -g - Hs.
 
     Stops at the boundary, or by the truncated-Newton rule of Nash and Sofer on the model's decrease: after
@@ -327,7 +315,7 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chu
     it = 0
     n_hv = 0
     while zTr > 1e-30:
-        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, par)
+        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks)
         n_hv += 1
         dHd = _dot(d, Hd)
         if dHd <= 0.0:
@@ -367,7 +355,6 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chu
     return n_hv
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
 def _tron_run(
     Xd,
     data,
@@ -386,7 +373,6 @@ def _tron_run(
     n_act,
     acc,
     chunks,
-    par,
     vec,
     fstate,
     istate,
@@ -401,14 +387,14 @@ def _tron_run(
     accepted = 0
     while accepted < n_iters:
         istate[I_HV] += _trpcg_c(
-            Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, par, vec, fstate[F_DELTA]
+            Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, vec, fstate[F_DELTA]
         )
         for j in range(m):
             wn[j] = w[j] + s[j]
         gs = _dot(g, s)
         prered = -0.5 * (gs - _dot(s, r))
         trial = 1 - istate[I_CUR]
-        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, outs[trial], chunks, par)
+        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, outs[trial], chunks)
         f = fstate[F_F]
         actred = f - f_new
         snorm = np.sqrt(_mdot(s, M, s))
@@ -455,7 +441,6 @@ def _tron_run(
                 n_act,
                 acc,
                 chunks,
-                par,
             )
             fstate[F_GNORM] = gn
             if gn <= fstate[F_TOL] * fstate[F_GNORM0]:
@@ -465,6 +450,30 @@ def _tron_run(
             istate[I_DONE] = 1
             return 0
     return 1
+
+
+_FAMILY = ("_c_fun", "_c_grad", "_c_hess_vec", "_tron_init", "_trpcg_c", "_tron_run")
+
+
+def _compiled_family(suffix, fun, grad_diag, hess_vec):
+    """The outer-loop functions above compiled against one set of passes (``_FUN``, ``_GRAD_DIAG``,
+    ``_HESS_VEC``), under names ending in ``suffix`` (own cache entries, as :mod:`maxmargin._jit`): the serial
+    family never compiles the parallel passes (compiling them took ~15 s of a first fit)."""
+    scope = dict(globals())
+    scope.update(_FUN=fun, _GRAD_DIAG=grad_diag, _HESS_VEC=hess_vec)
+    out = {}
+    for name in _FAMILY:
+        py = globals()[name]
+        f = types.FunctionType(py.__code__, scope, name + suffix, py.__defaults__, py.__closure__)
+        f.__qualname__ = py.__qualname__ + suffix
+        f.__doc__ = py.__doc__
+        f.__module__ = py.__module__
+        out[name] = scope[name] = njit(cache=True, nogil=True, error_model="numpy")(f)
+    return out
+
+
+_SERIAL = _compiled_family("_ser", _fun_ser, _grad_diag_ser, _hess_vec_ser)
+_PARALLEL = _compiled_family("_par", _fun_par, _grad_diag_par, _hess_vec_par)
 
 
 class _State:
@@ -486,8 +495,8 @@ class _State:
             np.zeros(self.chunks, dtype=np.int64),
             np.zeros((self.chunks, 2 * self.m)),
             self.chunks,
-            self.par,
         )
+        self.family = _PARALLEL if self.par else _SERIAL
         self.vec = np.zeros((9, self.m))
         self.fstate = np.array([0.0, 0.0, -1.0, 0.0, float(tol)])
         self.istate = np.zeros(4, dtype=np.int64)
@@ -496,18 +505,22 @@ class _State:
         self.vec[W] = w
         if gnorm0 is not None:
             self.fstate[F_GNORM0] = gnorm0
-        _tron_init(*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
+        self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
 
     def gnorm_at_zero(self):
         """||grad f(0)|| (leaves the state to be restarted by :meth:`start`)."""
         self.vec[W] = 0.0
         self.fstate[F_GNORM0] = -1.0
-        _tron_init(*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
+        self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
         self.istate[I_DONE] = 0
         return float(self.fstate[F_GNORM])
 
     def run(self, n_iters):
-        return int(_tron_run(*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate, int(n_iters)))
+        return int(
+            self.family["_tron_run"](
+                *self.args, *self.data, *self.work, self.vec, self.fstate, self.istate, int(n_iters)
+            )
+        )
 
 
 def solve(
