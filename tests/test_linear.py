@@ -163,6 +163,35 @@ def test_svc_matches_liblinear(combo, sparse):
     assert _agree_decisive(est, X, p_ll) >= 0.995
 
 
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_zero_one_features_skip_values(loss):
+    """0/1 features (a9a, mushrooms) take the dual CD loops that never read the stored values: the same
+    iterates as the general loops, and LIBLINEAR's objective."""
+    import dataclasses
+
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(11)
+    X = sp.csr_matrix((rng.random((600, 40)) < 0.15).astype(float))
+    y = np.where(X @ rng.normal(size=40) + 0.1 * rng.normal(size=600) > 0.3, 1, -1)
+    ld = linear_data(X, 1.0)
+    assert ld.unit and not linear_data(X * 2.0, 1.0).unit
+    C = np.full(600, 0.1 if loss == "hinge" else 0.5)
+    sq = loss == "squared_hinge"
+    a = dual_cd.solve_svc(ld, y.astype(float), C, squared=sq, tol=1e-6, max_iter=100000, seed=4)
+    b = dual_cd.solve_svc(
+        dataclasses.replace(ld, unit=False), y.astype(float), C, squared=sq, tol=1e-6, max_iter=100000, seed=4
+    )
+    np.testing.assert_array_equal(a.w, b.w)
+    assert a.n_iter == b.n_iter
+    m = _liblinear(X, y, 1 if sq else 3, C=C[0], eps=1e-6)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", loss, "ovr", X, y, W[:-1], W[-1], C[0])[0]
+    ours = primal_svc("l2", loss, "ovr", X, y, a.w[:-1], a.w[-1], C[0])[0]
+    assert _rel(ours, theirs) < 1e-4, (ours, theirs)
+
+
 def _sparse_wide(n=3000, d=3000, nnz=12, seed=0):
     """A bag-of-words-like binary problem: ``nnz`` random features a row (a few frequent ones), labels from a
     planted sparse rule with 5% flipped."""

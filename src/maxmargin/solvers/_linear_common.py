@@ -41,6 +41,8 @@ class LinearData:
     dense: bool
     n_features: int
     bias: float
+    #: every stored value of the CSR arrays is 1 (0/1 features): loops may skip reading ``data``
+    unit: bool = False
 
     @property
     def n_samples(self):
@@ -53,6 +55,15 @@ class LinearData:
     def args(self):
         """The positional arguments the compiled helpers take, in order."""
         return (self.Xd, self.data, self.indices, self.indptr, self.dense, self.n_features, float(self.bias))
+
+
+@njit(cache=True, nogil=True)
+def _all_ones(a):
+    """Whether every value of ``a`` is 1 (stops at the first that is not)."""
+    for v in a:
+        if v != 1.0:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -89,6 +100,7 @@ def linear_data(X, bias):
             False,
             X.shape[1],
             bias,
+            bool(data.size > 0 and _all_ones(data)),
         )
     X = np.ascontiguousarray(X)
     if X.size and np.count_nonzero(X) < SPARSE_BELOW * X.size:
