@@ -192,6 +192,28 @@ def test_zero_one_features_skip_values(loss):
     assert _rel(ours, theirs) < 1e-4, (ours, theirs)
 
 
+def test_zero_one_features_tron():
+    """TRON's passes on 0/1 features skip the stored values too: the same iterates, LIBLINEAR's objective."""
+    import dataclasses
+
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(12)
+    X = sp.csr_matrix((rng.random((600, 40)) < 0.15).astype(float))
+    y = np.where(X @ rng.normal(size=40) + 0.1 * rng.normal(size=600) > 0.3, 1, -1)
+    ld = linear_data(X, 1.0)
+    C = np.full(600, 0.5)
+    a = tron.solve(ld, y.astype(float), C, tol=1e-8)
+    b = tron.solve(dataclasses.replace(ld, unit=False), y.astype(float), C, tol=1e-8)
+    assert ld.unit
+    np.testing.assert_array_equal(a.w, b.w)
+    m = _liblinear(X, y, 2, C=0.5, eps=1e-8)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", "squared_hinge", "ovr", X, y, W[:-1], W[-1], 0.5)[0]
+    assert _rel(a.objective, theirs) < 1e-8
+
+
 def _sparse_wide(n=3000, d=3000, nnz=12, seed=0):
     """A bag-of-words-like binary problem: ``nnz`` random features a row (a few frequent ones), labels from a
     planted sparse rule with 5% flipped."""

@@ -213,6 +213,26 @@ def sparse_dot(data, indices, lo, hi, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def sparse_sum(indices, lo, hi, w):
+    """:func:`sparse_dot` when every stored value is 1 (``LinearData.unit``): the values are not read."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = lo
+    while k + 4 <= hi:
+        s0 += w[indices[k]]
+        s1 += w[indices[k + 1]]
+        s2 += w[indices[k + 2]]
+        s3 += w[indices[k + 3]]
+        k += 4
+    while k < hi:
+        s0 += w[indices[k]]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def dense_dot(Xd, i, nf, w):
     r""":math:`\sum_{j<nf} X_{ij} w_j` with four partial sums (see :func:`sparse_dot`)."""
     s0 = 0.0

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._jit import parallel_and_serial
-from ._linear_common import dense_dot, drive, sparse_dot
+from ._linear_common import dense_dot, drive, sparse_dot, sparse_sum
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -71,7 +71,7 @@ def _residual(o, yi, kind, eps):
     return 0.0, 1.0
 
 
-def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_chunks):
+def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, n_chunks):
     """The loss part of f(w); stores the outputs ``o = X w`` for :func:`_grad_diag`."""
     n = y.shape[0]
     fs = np.zeros(n_chunks)
@@ -83,6 +83,8 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_ch
         for i in range(lo, hi):
             if dense:
                 acc = dense_dot(Xd, i, nf, w)
+            elif unit:
+                acc = sparse_sum(indices, indptr[i], indptr[i + 1], w)
             else:
                 acc = sparse_dot(data, indices, indptr[i], indptr[i + 1], w)
             if has_bias:
@@ -94,7 +96,7 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_ch
     return fs.sum()
 
 
-def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, n_chunks):
+def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, n_chunks):
     """From the outputs ``o``: sets ``z_i`` (2 C_i on the active rows, else 0), the active rows of chunk ``t`` in
     ``act[lo_t : lo_t + n_act[t]]`` and ``acc[t] = [X^T coef | X^T (z x^2)]`` (coef_i = 2 C_i r_i s_i); the
     caller adds the chunks, ``w`` and 1."""
@@ -122,6 +124,11 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z
                     v = Xd[i, j]
                     a[j] += c * v
                     a[m + j] += zi * v * v
+            elif unit:
+                for k in range(indptr[i], indptr[i + 1]):
+                    j = indices[k]
+                    a[j] += c
+                    a[m + j] += zi
             else:
                 for k in range(indptr[i], indptr[i + 1]):
                     j = indices[k]
@@ -134,7 +141,7 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z
         n_act[t] = cnt
 
 
-def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, n_chunks):
+def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, n_chunks):
     """acc[t, :m] = sum over chunk t's active rows (listed by :func:`_grad_diag`) of z_i x_i (x_i . v); the
     caller adds v and the chunks."""
     n = z.shape[0]
@@ -156,12 +163,16 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc,
             else:
                 p0 = indptr[i]
                 p1 = indptr[i + 1]
-                o = sparse_dot(data, indices, p0, p1, v)
+                o = sparse_sum(indices, p0, p1, v) if unit else sparse_dot(data, indices, p0, p1, v)
                 if has_bias:
                     o += bias * v[nf]
                 c = zi * o
-                for k in range(p0, p1):
-                    a[indices[k]] += c * data[k]
+                if unit:
+                    for k in range(p0, p1):
+                        a[indices[k]] += c
+                else:
+                    for k in range(p0, p1):
+                        a[indices[k]] += c * data[k]
             if has_bias:
                 a[nf] += c * bias
 
@@ -204,16 +215,16 @@ def _mdot(a, M, b):
     return t
 
 
-def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks):
+def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks):
     """f(w), storing X w in ``o``."""
-    loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, chunks)
+    loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks)
     return 0.5 * _dot(w, w) + loss
 
 
-def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, z, act, n_act, acc, chunks):
+def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, z, act, n_act, acc, chunks):
     """g = grad f and the preconditioner M = (1 - a) + a diag(H) at the point whose outputs are ``o``;
     returns ||g||."""
-    _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, chunks)
+    _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, chunks)
     m = w.shape[0]
     gn = 0.0
     for j in range(m):
@@ -228,9 +239,9 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps
     return np.sqrt(gn)
 
 
-def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks):
+def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks):
     """out = H v."""
-    _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks)
+    _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
     for j in range(v.shape[0]):
         t = v[j]
         for c in range(chunks):
@@ -246,6 +257,7 @@ def _tron_init(
     dense,
     nf,
     bias,
+    unit,
     y,
     C,
     kind,
@@ -263,7 +275,7 @@ def _tron_init(
     """f, g, M, ||g|| and the first trust-region radius at ``vec[W]``."""
     cur = istate[I_CUR]
     w = vec[W]
-    fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, outs[cur], chunks)
+    fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[cur], chunks)
     gn = _c_grad(
         w,
         vec[G],
@@ -275,6 +287,7 @@ def _tron_init(
         dense,
         nf,
         bias,
+        unit,
         y,
         C,
         kind,
@@ -294,7 +307,7 @@ def _tron_init(
         istate[I_DONE] = 1
 
 
-def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, vec, delta):
+def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, delta):
     r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta, into ``vec[S]`` with ``vec[R]`` = -g - Hs.
 
     Stops at the boundary, or by the truncated-Newton rule of Nash and Sofer on the model's decrease: after
@@ -315,7 +328,7 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chu
     it = 0
     n_hv = 0
     while zTr > 1e-30:
-        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks)
+        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
         n_hv += 1
         dHd = _dot(d, Hd)
         if dHd <= 0.0:
@@ -363,6 +376,7 @@ def _tron_run(
     dense,
     nf,
     bias,
+    unit,
     y,
     C,
     kind,
@@ -387,14 +401,14 @@ def _tron_run(
     accepted = 0
     while accepted < n_iters:
         istate[I_HV] += _trpcg_c(
-            Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, chunks, vec, fstate[F_DELTA]
+            Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, fstate[F_DELTA]
         )
         for j in range(m):
             wn[j] = w[j] + s[j]
         gs = _dot(g, s)
         prered = -0.5 * (gs - _dot(s, r))
         trial = 1 - istate[I_CUR]
-        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, outs[trial], chunks)
+        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[trial], chunks)
         f = fstate[F_F]
         actred = f - f_new
         snorm = np.sqrt(_mdot(s, M, s))
@@ -431,6 +445,7 @@ def _tron_run(
                 dense,
                 nf,
                 bias,
+                unit,
                 y,
                 C,
                 kind,
@@ -480,7 +495,7 @@ class _State:
     """The compiled solver's arrays and how to call it (serial, or the passes on Numba threads)."""
 
     def __init__(self, ld, y, C, kind, eps, parallel, tol):
-        self.args = ld.args()
+        self.args = ld.args() + (bool(ld.unit),)
         n = y.shape[0]
         self.m = ld.n_weights
         stored = ld.Xd.size if ld.dense else ld.data.size
