@@ -214,6 +214,18 @@ def test_zero_one_features_tron():
     assert _rel(a.objective, theirs) < 1e-8
 
 
+def test_label_check_fast_path_keeps_sklearn_errors():
+    """Integer-valued labels skip scikit-learn's target check; anything else still gets its error."""
+    X, y = _data(3)
+    a = LinearSVC(random_state=0).fit(X, y)
+    b = LinearSVC(random_state=0).fit(X, y.astype(float) * 2.0 - 1.0)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(b.classes_, [-1.0, 1.0, 3.0])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        LinearSVC().fit(X, y + 0.5 * (y == 1))
+    assert LinearSVC().fit(X, np.array(["a", "b", "c"])[y]).classes_.tolist() == ["a", "b", "c"]
+
+
 def _sparse_wide(n=3000, d=3000, nnz=12, seed=0):
     """A bag-of-words-like binary problem: ``nnz`` random features a row (a few frequent ones), labels from a
     planted sparse rule with 5% flipped."""

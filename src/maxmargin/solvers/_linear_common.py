@@ -90,7 +90,9 @@ def linear_data(X, bias):
     bias = float(bias) if bias is not None and bias > 0 else -1.0
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        data = _lossless_float32(X.data)
+        unit = bool(X.data.size > 0 and _all_ones(X.data))
+        # 0/1 features: the hot loops never read the values (LinearData.unit), so no float32 copy is made
+        data = X.data if unit else _lossless_float32(X.data)
         dt = data.dtype
         return LinearData(
             np.empty((0, 0), dtype=dt),
@@ -100,7 +102,7 @@ def linear_data(X, bias):
             False,
             X.shape[1],
             bias,
-            bool(data.size > 0 and _all_ones(data)),
+            unit,
         )
     X = np.ascontiguousarray(X)
     if X.size and np.count_nonzero(X) < SPARSE_BELOW * X.size:
