@@ -1,6 +1,7 @@
 """LinearSVC / LinearSVR: objectives and weights against liblinear-official, scikit-learn and an independent QP;
 scikit-learn's estimator checks; errors; callback, time limit and warm start; model files both ways."""
 
+import json
 import warnings
 
 import numpy as np
@@ -160,6 +161,185 @@ def test_svc_matches_liblinear(combo, sparse):
     assert _agree_decisive(est, X, ll.predict(X)) >= 0.995
     p_ll, _, _ = liblinearutil.predict(y.astype(float), sp.csr_matrix(X), m, "-q")
     assert _agree_decisive(est, X, p_ll) >= 0.995
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_zero_one_features_skip_values(loss):
+    """0/1 features (a9a, mushrooms) take the dual CD loops that never read the stored values: the same
+    iterates as the general loops, and LIBLINEAR's objective."""
+    import dataclasses
+
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(11)
+    X = sp.csr_matrix((rng.random((600, 40)) < 0.15).astype(float))
+    y = np.where(X @ rng.normal(size=40) + 0.1 * rng.normal(size=600) > 0.3, 1, -1)
+    ld = linear_data(X, 1.0)
+    assert ld.unit and not linear_data(X * 2.0, 1.0).unit
+    C = np.full(600, 0.1 if loss == "hinge" else 0.5)
+    sq = loss == "squared_hinge"
+    a = dual_cd.solve_svc(ld, y.astype(float), C, squared=sq, tol=1e-6, max_iter=100000, seed=4)
+    b = dual_cd.solve_svc(
+        dataclasses.replace(ld, unit=False), y.astype(float), C, squared=sq, tol=1e-6, max_iter=100000, seed=4
+    )
+    np.testing.assert_array_equal(a.w, b.w)
+    assert a.n_iter == b.n_iter
+    m = _liblinear(X, y, 1 if sq else 3, C=C[0], eps=1e-6)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", loss, "ovr", X, y, W[:-1], W[-1], C[0])[0]
+    ours = primal_svc("l2", loss, "ovr", X, y, a.w[:-1], a.w[-1], C[0])[0]
+    assert _rel(ours, theirs) < 1e-4, (ours, theirs)
+
+
+def test_zero_one_features_tron():
+    """TRON's passes on 0/1 features skip the stored values too: the same iterates, LIBLINEAR's objective."""
+    import dataclasses
+
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(12)
+    X = sp.csr_matrix((rng.random((600, 40)) < 0.15).astype(float))
+    y = np.where(X @ rng.normal(size=40) + 0.1 * rng.normal(size=600) > 0.3, 1, -1)
+    ld = linear_data(X, 1.0)
+    C = np.full(600, 0.5)
+    a = tron.solve(ld, y.astype(float), C, tol=1e-8)
+    b = tron.solve(dataclasses.replace(ld, unit=False), y.astype(float), C, tol=1e-8)
+    assert ld.unit
+    np.testing.assert_array_equal(a.w, b.w)
+    m = _liblinear(X, y, 2, C=0.5, eps=1e-8)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", "squared_hinge", "ovr", X, y, W[:-1], W[-1], 0.5)[0]
+    assert _rel(a.objective, theirs) < 1e-8
+
+
+def test_label_check_fast_path_keeps_sklearn_errors():
+    """Integer-valued labels skip scikit-learn's target check; anything else still gets its error."""
+    X, y = _data(3)
+    a = LinearSVC(random_state=0).fit(X, y)
+    b = LinearSVC(random_state=0).fit(X, y.astype(float) * 2.0 - 1.0)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(b.classes_, [-1.0, 1.0, 3.0])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        LinearSVC().fit(X, y + 0.5 * (y == 1))
+    assert LinearSVC().fit(X, np.array(["a", "b", "c"])[y]).classes_.tolist() == ["a", "b", "c"]
+
+
+def _sparse_wide(n=3000, d=3000, nnz=12, seed=0):
+    """A bag-of-words-like binary problem: ``nnz`` random features a row (a few frequent ones), labels from a
+    planted sparse rule with 5% flipped."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / (np.arange(d) + 5.0)
+    cols = rng.choice(d, size=(n, nnz), p=p / p.sum())
+    X = sp.csr_matrix((rng.uniform(0.2, 1.0, n * nnz), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
+    X.sum_duplicates()
+    y = np.where(X @ rng.normal(size=d) > 0, 1, -1)
+    flip = rng.random(n) < 0.05
+    y[flip] = -y[flip]
+    return X, y
+
+
+@pytest.fixture
+def async_everywhere(monkeypatch):
+    """The asynchronous dual CD on small data (its size thresholds off)."""
+    from maxmargin.solvers import dual_cd
+
+    monkeypatch.setattr(dual_cd, "ASYNC_STORED", 0)
+    monkeypatch.setattr(dual_cd, "ASYNC_MIN_FEATURES", 0)
+    monkeypatch.setattr(dual_cd, "ASYNC_MIN_ROWS", 100)
+    if dual_cd.numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: no asynchronous workers")
+    return dual_cd
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_async_dual_cd_matches_liblinear(loss, async_everywhere):
+    """The asynchronous epochs (two workers, one shared w) end at LIBLINEAR's objective, with w rebuilt from
+    alpha: the same problem as the serial solver, to the same tol."""
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y = _sparse_wide()
+    C = 0.1 if loss == "hinge" else 0.5
+    ld = linear_data(X, 1.0)
+    assert async_everywhere.async_workers(ld, 2) == 2
+    yy = y.astype(float)
+    Ci = np.full(len(y), C)
+    fit = async_everywhere.solve_svc(ld, yy, Ci, squared=loss != "hinge", tol=1e-6, max_iter=100000, n_threads=2)
+    assert fit.async_workers == 2 and fit.converged
+    np.testing.assert_allclose(fit.w[:-1], X.T @ (fit.dual * yy), rtol=1e-10, atol=1e-12)  # w is sum a_i y_i x_i
+    np.testing.assert_allclose(fit.w[-1], fit.dual @ yy, rtol=1e-10, atol=1e-12)
+    assert fit.gap < 1e-4 * abs(fit.objective)
+    m = _liblinear(X, y, 1 if loss != "hinge" else 3, C=C, eps=1e-6)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", loss, "ovr", X, y, W[:-1], W[-1], C)[0]
+    ours = primal_svc("l2", loss, "ovr", X, y, fit.w[:-1], fit.w[-1], C)[0]
+    assert _rel(ours, fit.objective) < 1e-9
+    assert _rel(ours, theirs) < 1e-4, (ours, theirs)
+    p_ll, _, _ = liblinearutil.predict(yy, X, m, "-q")
+    assert _agree(np.where(X @ fit.w[:-1] + fit.w[-1] > 0, 1.0, -1.0), p_ll) >= 0.995
+
+
+def test_async_stopped_early_keeps_w_consistent(async_everywhere):
+    """A fit stopped inside the asynchronous phase (max_iter, callback) still returns w = sum a_i y_i x_i and the
+    primal objective of that w."""
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y = _sparse_wide(seed=5)
+    ld = linear_data(X, 1.0)
+    yy = y.astype(float)
+    Ci = np.full(len(y), 0.5)
+    stops = [
+        {"max_iter": 2},
+        {"max_iter": 1000, "callback": lambda info: False},
+    ]
+    for kw in stops:
+        fit = async_everywhere.solve_svc(ld, yy, Ci, tol=1e-8, n_threads=2, **kw)
+        assert fit.async_workers == 2 and not fit.converged
+        np.testing.assert_allclose(fit.w[:-1], X.T @ (fit.dual * yy), rtol=1e-10, atol=1e-12)
+        ours = primal_svc("l2", "squared_hinge", "ovr", X, y, fit.w[:-1], fit.w[-1], 0.5)[0]
+        assert _rel(ours, fit.objective) < 1e-9
+
+
+def test_async_only_when_asked_and_not_seeded(async_everywhere, monkeypatch):
+    """LinearSVC hands threads to one binary dual problem only for n_jobs > 1 with random_state=None; a set
+    random_state keeps the fit serial and reproducible.  The estimator's async fit reaches the serial objective."""
+    seen = []
+    solve = async_everywhere.solve_svc
+
+    def spy(*args, **kwargs):
+        fit = solve(*args, **kwargs)
+        seen.append(fit.async_workers)
+        return fit
+
+    monkeypatch.setattr(async_everywhere, "solve_svc", spy)
+    X, y = _sparse_wide(seed=2)
+    kw = {"dual": True, "C": 0.5, "tol": 1e-5, "max_iter": 100000}
+    serial = LinearSVC(**kw, random_state=0, n_jobs=2).fit(X, y)
+    again = LinearSVC(**kw, random_state=0, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(serial.coef_, again.coef_)
+    LinearSVC(**kw).fit(X, y)  # n_jobs=None: serial
+    fast = LinearSVC(**kw, n_jobs=2).fit(X, y)
+    assert seen == [1, 1, 1, 2]
+    assert _rel(fast.objective_[0], serial.objective_[0]) < 1e-4
+    assert _agree(fast.predict(X), serial.predict(X)) >= 0.995
+    LinearSVC(**kw, n_jobs=2).fit(X, np.array([0, 1, 2])[(np.arange(len(y)) % 3)])  # one-vs-rest: serial problems
+    assert seen[4:] == [1, 1, 1]
+
+
+def test_async_rule_wants_large_sparse_wide_data():
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, _ = _sparse_wide(n=20000, d=5000, nnz=12)
+    ld = linear_data(X, 1.0)
+    assert dual_cd.async_workers(ld, 1) == 1
+    want = min(2, dual_cd.numba.get_num_threads())
+    assert dual_cd.async_workers(ld, 2) == want
+    assert dual_cd.async_workers(linear_data(X[:1000], 1.0), 2) == 1  # small
+    assert dual_cd.async_workers(linear_data(X[:, :1000], 1.0), 2) == 1  # few features
+    dense_ish = sp.random(20000, 2500, density=0.02, format="csr", random_state=0)
+    assert dual_cd.async_workers(linear_data(dense_ish, 1.0), 2) == 1  # not sparse enough
 
 
 @pytest.mark.parametrize(
@@ -567,6 +747,68 @@ def test_cli_train_linear(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["train", str(data), "--model-format", "liblinear", "-o", str(out)])
     assert r.exit_code != 0 and "needs --linear" in r.output
+
+
+def _line(output, start):
+    return next(x for x in output.splitlines() if x.strip().startswith(start))
+
+
+def test_cli_linear_margin_line_says_one_over_norm_w(tmp_path):
+    """The training report's margin of a linear model is 1/||w|| (intercept excluded), and says so; a kernel
+    model's line keeps min y f(x)/||w||."""
+    from click.testing import CliRunner
+    from sklearn.datasets import dump_svmlight_file
+
+    from maxmargin.cli import cli
+    from maxmargin.io import load_liblinear_model
+
+    X, y = _data(2)
+    data = tmp_path / "d.svm"
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(data), zero_based=False)
+    r = CliRunner().invoke(
+        cli, ["train", str(data), "--linear", "--model-format", "liblinear", "-o", str(tmp_path / "m")]
+    )
+    assert r.exit_code == 0, r.output
+    line = _line(r.output, "margin")
+    assert "1 / ||w||" in line and "min y f(x)" not in line
+    coef = load_liblinear_model(tmp_path / "m").coef_
+    assert float(line.split()[1]) == pytest.approx(1.0 / np.linalg.norm(coef), rel=1e-3)
+    r = CliRunner().invoke(cli, ["train", str(data), "-k", "linear", "-o", str(tmp_path / "k.mm")])
+    assert r.exit_code == 0, r.output
+    assert "min y f(x) / ||w||" in _line(r.output, "margin")
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cli_info_reads_liblinear_files(n_classes, tmp_path):
+    """``maxmargin info`` describes a LIBLINEAR model file written by liblinear-official itself: solver type,
+    classes, features, and 1/||w|| per problem from the file's weights."""
+    from click.testing import CliRunner
+
+    from maxmargin.cli import cli
+
+    X, y = _data(n_classes, seed=4)
+    y = np.array([4, -2, 9])[y]
+    m = _liblinear(X, y, 2, eps=1e-3)
+    path = tmp_path / "theirs.model"
+    liblinearutil.save_model(str(path), m)
+    nr_w = 1 if n_classes == 2 else n_classes
+    W = np.ctypeslib.as_array(m.w, shape=((X.shape[1] + 1) * nr_w,)).reshape(X.shape[1] + 1, nr_w)
+    norms = np.linalg.norm(W[:-1], axis=0)  # the bias feature's weight is the intercept: excluded
+    r = CliRunner().invoke(cli, ["info", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "LIBLINEAR model file" in _line(r.output, "File")
+    assert "L2R_L2LOSS_SVC" in _line(r.output, "Parameters")
+    assert _line(r.output, "Features").split()[1] == str(X.shape[1])
+    assert all(str(c) in _line(r.output, "Type") for c in (4, -2, 9)[:n_classes])
+    margin = _line(r.output, "Margin")
+    assert "1 / ||w||" in margin
+    shown = [float(v) for v in margin.split()[1:4:2]] if n_classes > 2 else [float(margin.split()[1])]
+    np.testing.assert_allclose(shown, [(1 / norms).min(), (1 / norms).max()][: len(shown)], rtol=1e-3)
+    r = CliRunner().invoke(cli, ["info", "--json", str(path)])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["file_format"] == "liblinear" and d["n_features"] == X.shape[1]
+    np.testing.assert_allclose(np.sort(np.atleast_1d(d["margin"])), np.sort(1 / norms), rtol=1e-9)
 
 
 # --------------------------------------------------------------------------- the approximate-kernel route

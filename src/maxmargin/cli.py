@@ -614,7 +614,30 @@ def _summary_numbers(est):
     }
 
 
-def _fmt_multi(v):
+def _margin_meaning(est):
+    """What ``margin_`` holds: 1/||w|| for the linear estimators (LinearSVC/LinearSVR, intercept excluded), the
+    smallest functional margin over ||w|| for the kernel ones."""
+    from .linear import _LinearSVMBase
+
+    if isinstance(est, _LinearSVMBase):
+        return "1 / ||w||, intercept excluded"
+    return "min y f(x) / ||w||"
+
+
+def _problems_unit(est):
+    """What the per-problem values (margin, objective) of a multi-class model are counted over."""
+    from .linear import _LinearSVMBase
+
+    if isinstance(est, _LinearSVMBase):
+        return (
+            "crammer-singer classes"
+            if getattr(est, "multi_class", "ovr") == "crammer_singer"
+            else "classes (one-vs-rest)"
+        )
+    return "class pairs"
+
+
+def _fmt_multi(v, unit="class pairs"):
     import numpy as np
 
     if v is None:
@@ -622,7 +645,7 @@ def _fmt_multi(v):
     if isinstance(v, np.ndarray):
         if np.all(np.isnan(v)):
             return "unknown"
-        return f"{_fmt(np.nanmin(v))} .. {_fmt(np.nanmax(v))} over {v.size} class pairs"
+        return f"{_fmt(np.nanmin(v))} .. {_fmt(np.nanmax(v))} over {v.size} {unit}"
     return _fmt(v)
 
 
@@ -670,13 +693,13 @@ def _training_report(ctx, model, fit_seconds, ds):
     )
     _echo(ctx, f"  support vectors   {_sv_text(est)}")
     if nums["margin"] is not None:
-        _echo(ctx, f"  margin            {_fmt_multi(nums['margin'])}   (min y f(x) / ||w||)")
+        _echo(ctx, f"  margin            {_fmt_multi(nums['margin'], _problems_unit(est))}   ({_margin_meaning(est)})")
     if nums["half_width"] is not None:
         _echo(ctx, f"  1/||w||           {_fmt_multi(nums['half_width'])}   (half-width of the band |f| < 1)")
     if nums["loo_bound"] is not None:
         _echo(ctx, f"  LOO bound         {_fmt(nums['loo_bound'])}")
     if nums["objective"] is not None:
-        _echo(ctx, f"  objective         {_fmt_multi(nums['objective'])}")
+        _echo(ctx, f"  objective         {_fmt_multi(nums['objective'], _problems_unit(est))}")
     if nums["n_iter"] is not None:
         _echo(ctx, f"  iterations        {nums['n_iter']:,}")
     err = getattr(est, "train_error_", None)
@@ -1394,25 +1417,29 @@ def evaluate(ctx, model_path, data, as_json, data_format, delimiter, header, lab
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
 @common_options
 def info(model_path, as_json):
-    """Describe a model file (maxmargin or LIBSVM): type, kernel, parameters, support vectors,
+    """Describe a model file (maxmargin, LIBSVM or LIBLINEAR): type, kernel, parameters, support vectors,
     margin, LOO bound, objective, training time, format version."""
     import json
 
     import numpy as np
 
-    from .io import is_libsvm_model, load_libsvm_model, load_model
+    from .io import is_liblinear_model, is_libsvm_model, load_liblinear_model, load_libsvm_model, load_model
 
     size = os.path.getsize(model_path)
+    file_format = "maxmargin"
     if is_libsvm_model(model_path):
-        model, meta = load_libsvm_model(model_path), None
+        model, meta, file_format = load_libsvm_model(model_path), None, "libsvm"
+    elif is_liblinear_model(model_path):
+        model, meta, file_format = load_liblinear_model(model_path), None, "liblinear"
     else:
         model, meta = load_model(model_path, return_metadata=True)
+    foreign = {"libsvm": "LIBSVM", "liblinear": "LIBLINEAR"}.get(file_format)
     est = _final(model)
     nums = _summary_numbers(est)
     params = {k: v for k, v in est.get_params().items() if k != "callback"}
     d = {
         "file": model_path,
-        "file_format": "libsvm" if meta is None else "maxmargin",
+        "file_format": file_format,
         "format_version": None if meta is None else meta["format_version"],
         "size_bytes": size,
         "created": None if meta is None else meta.get("created"),
@@ -1443,7 +1470,7 @@ def info(model_path, as_json):
         return
     kb = size / 1024
     if meta is None:
-        click.echo(f"File             {model_path} (LIBSVM model file, {kb:.1f} kB)")
+        click.echo(f"File             {model_path} ({foreign} model file, {kb:.1f} kB)")
     else:
         click.echo(
             f"File             {model_path} (maxmargin model, format version {meta['format_version']}, "
@@ -1456,7 +1483,17 @@ def info(model_path, as_json):
         line += f", {len(d['classes'])} classes: {', '.join(d['classes'])}"
     click.echo(line)
     click.echo(f"Kernel           {_kernel_text(est, sigma=True)}")
-    if meta is None:
+    if file_format == "liblinear":
+        shown = {
+            k: d["params"][k] for k in ("penalty", "loss", "dual", "multi_class", "fit_intercept") if k in d["params"]
+        }
+        if d["params"].get("fit_intercept"):
+            shown["intercept_scaling"] = d["params"]["intercept_scaling"]
+        from .linear import SOLVER_NAMES
+
+        solver = SOLVER_NAMES.get(getattr(est, "solver_type_", None), "?")
+        click.echo(_wrap("Parameters       ", f"solver_type {solver}, {_fmt_params(shown)} (C and tol are not stored)"))
+    elif meta is None:
         click.echo("Parameters       not stored in LIBSVM model files (only the kernel's)")
     else:
         shown = {k: v for k, v in d["params"].items() if k not in ("kernel", "gamma", "degree", "coef0", "verbose")}
@@ -1465,18 +1502,21 @@ def info(model_path, as_json):
         click.echo(f"Preprocessing    {', '.join(d['preprocessing'])} (applied by predict)")
     click.echo(f"Features         {d['n_features']}")
     click.echo(f"Support vectors  {_sv_text(est)}")
-    unknown = " (not stored in LIBSVM model files)" if meta is None else ""
+    unknown = f" (not stored in {foreign} model files)" if meta is None else ""
     no_margin = nums["margin"] is None or bool(np.all(np.isnan(nums["margin"])))
+    meaning = _margin_meaning(est)
+    if meaning.startswith("min"):
+        meaning += " over the training points"
     click.echo(
-        f"Margin           {_fmt_multi(nums['margin'])}"
-        + (unknown if no_margin else "   (min y f(x) / ||w|| over the training points)")
+        f"Margin           {_fmt_multi(nums['margin'], _problems_unit(est))}"
+        + (unknown if no_margin else f"   ({meaning})")
     )
     if nums["half_width"] is not None and not bool(np.all(np.isnan(nums["half_width"]))):
         click.echo(f"1/||w||          {_fmt_multi(nums['half_width'])}   (half-width of the band |f| < 1)")
-    elif meta is None:
+    elif file_format == "libsvm":
         click.echo(f"1/||w||          unknown{unknown}")
     click.echo(f"LOO bound        {_fmt(nums['loo_bound'])}")
-    click.echo(f"Objective        {_fmt_multi(nums['objective'])}")
+    click.echo(f"Objective        {_fmt_multi(nums['objective'], _problems_unit(est))}")
     info_d = d["info"] or {}
     train_bits = []
     ft = getattr(est, "fit_time_", None)

@@ -41,6 +41,8 @@ class LinearData:
     dense: bool
     n_features: int
     bias: float
+    #: every stored value of the CSR arrays is 1 (0/1 features): loops may skip reading ``data``
+    unit: bool = False
 
     @property
     def n_samples(self):
@@ -53,6 +55,15 @@ class LinearData:
     def args(self):
         """The positional arguments the compiled helpers take, in order."""
         return (self.Xd, self.data, self.indices, self.indptr, self.dense, self.n_features, float(self.bias))
+
+
+@njit(cache=True, nogil=True)
+def _all_ones(a):
+    """Whether every value of ``a`` is 1 (stops at the first that is not)."""
+    for v in a:
+        if v != 1.0:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -79,7 +90,9 @@ def linear_data(X, bias):
     bias = float(bias) if bias is not None and bias > 0 else -1.0
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        data = _lossless_float32(X.data)
+        unit = bool(X.data.size > 0 and _all_ones(X.data))
+        # 0/1 features: the hot loops never read the values (LinearData.unit), so no float32 copy is made
+        data = X.data if unit else _lossless_float32(X.data)
         dt = data.dtype
         return LinearData(
             np.empty((0, 0), dtype=dt),
@@ -89,6 +102,7 @@ def linear_data(X, bias):
             False,
             X.shape[1],
             bias,
+            unit,
         )
     X = np.ascontiguousarray(X)
     if X.size and np.count_nonzero(X) < SPARSE_BELOW * X.size:
@@ -176,6 +190,68 @@ def prefetch_csr(i, data, indices, indptr):
         _prefetch(data, k)
     for k in range(lo, hi, 16):
         _prefetch(indices, k)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sparse_dot(data, indices, lo, hi, w):
+    r""":math:`\sum_{k=lo}^{hi-1} data_k\, w_{indices_k}` with four partial sums: one running sum waits for
+    each addition to finish (a chain of floating-point latencies), four overlap them (measured 4-5% faster
+    passes on mushrooms and a9a, where the gathers from ``w`` dominate)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = lo
+    while k + 4 <= hi:
+        s0 += data[k] * w[indices[k]]
+        s1 += data[k + 1] * w[indices[k + 1]]
+        s2 += data[k + 2] * w[indices[k + 2]]
+        s3 += data[k + 3] * w[indices[k + 3]]
+        k += 4
+    while k < hi:
+        s0 += data[k] * w[indices[k]]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sparse_sum(indices, lo, hi, w):
+    """:func:`sparse_dot` when every stored value is 1 (``LinearData.unit``): the values are not read."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = lo
+    while k + 4 <= hi:
+        s0 += w[indices[k]]
+        s1 += w[indices[k + 1]]
+        s2 += w[indices[k + 2]]
+        s3 += w[indices[k + 3]]
+        k += 4
+    while k < hi:
+        s0 += w[indices[k]]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def dense_dot(Xd, i, nf, w):
+    r""":math:`\sum_{j<nf} X_{ij} w_j` with four partial sums (see :func:`sparse_dot`)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    j = 0
+    while j + 4 <= nf:
+        s0 += Xd[i, j] * w[j]
+        s1 += Xd[i, j + 1] * w[j + 1]
+        s2 += Xd[i, j + 2] * w[j + 2]
+        s3 += Xd[i, j + 3] * w[j + 3]
+        j += 4
+    while j < nf:
+        s0 += Xd[i, j] * w[j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, nogil=True, inline="always")

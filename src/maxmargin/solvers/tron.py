@@ -26,20 +26,23 @@ Lin 2018), refreshed at every accepted step; :math:`\|s\|_M^2 = s^T M s`.
 
 The passes over the data (function value, gradient and diagonal in one pass; a Hessian-vector product in one
 pass) split the rows into chunks run on Numba threads, each accumulating :math:`X^T(\cdot)` into its own
-buffer; a serial copy serves fits that already run on threads (one-vs-rest).  The outer loop is Python: the work
-per step is one or two passes over the data.  Stopping: :math:`\|\nabla f(w)\| \le`
+buffer; a serial copy serves fits that already run on threads (one-vs-rest).  The outer loop (trust region
+and CG) is compiled too, one call for the whole fit (or per chunk of iterations when a callback or time limit
+watches), so a fit of a few milliseconds pays no Python per step.  Stopping: :math:`\|\nabla f(w)\| \le`
 ``tol`` :math:`\cdot \|\nabla f(w_0)\|` (classification scales ``tol`` by ``max(min(#pos, #neg), 1)/n``, as
 LIBLINEAR does).
 """
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 from numba import njit, prange
 
 from .._jit import parallel_and_serial
-from ._linear_common import drive
+from ._linear_common import dense_dot, drive, sparse_dot, sparse_sum
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -68,7 +71,7 @@ def _residual(o, yi, kind, eps):
     return 0.0, 1.0
 
 
-def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_chunks):
+def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, n_chunks):
     """The loss part of f(w); stores the outputs ``o = X w`` for :func:`_grad_diag`."""
     n = y.shape[0]
     fs = np.zeros(n_chunks)
@@ -79,13 +82,11 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_ch
         f = 0.0
         for i in range(lo, hi):
             if dense:
-                acc = 0.0
-                for j in range(nf):
-                    acc += Xd[i, j] * w[j]
+                acc = dense_dot(Xd, i, nf, w)
+            elif unit:
+                acc = sparse_sum(indices, indptr[i], indptr[i + 1], w)
             else:
-                acc = 0.0
-                for k in range(indptr[i], indptr[i + 1]):
-                    acc += data[k] * w[indices[k]]
+                acc = sparse_dot(data, indices, indptr[i], indptr[i + 1], w)
             if has_bias:
                 acc += bias * w[nf]
             o[i] = acc
@@ -95,7 +96,7 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, o, n_ch
     return fs.sum()
 
 
-def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z, act, n_act, acc, n_chunks):
+def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, n_chunks):
     """From the outputs ``o``: sets ``z_i`` (2 C_i on the active rows, else 0), the active rows of chunk ``t`` in
     ``act[lo_t : lo_t + n_act[t]]`` and ``acc[t] = [X^T coef | X^T (z x^2)]`` (coef_i = 2 C_i r_i s_i); the
     caller adds the chunks, ``w`` and 1."""
@@ -123,6 +124,11 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z
                     v = Xd[i, j]
                     a[j] += c * v
                     a[m + j] += zi * v * v
+            elif unit:
+                for k in range(indptr[i], indptr[i + 1]):
+                    j = indices[k]
+                    a[j] += c
+                    a[m + j] += zi
             else:
                 for k in range(indptr[i], indptr[i + 1]):
                     j = indices[k]
@@ -135,7 +141,7 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, y, C, kind, eps, z
         n_act[t] = cnt
 
 
-def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc, n_chunks):
+def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, n_chunks):
     """acc[t, :m] = sum over chunk t's active rows (listed by :func:`_grad_diag`) of z_i x_i (x_i . v); the
     caller adds v and the chunks."""
     n = z.shape[0]
@@ -148,9 +154,7 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc,
             i = act[q]
             zi = z[i]
             if dense:
-                o = 0.0
-                for j in range(nf):
-                    o += Xd[i, j] * v[j]
+                o = dense_dot(Xd, i, nf, v)
                 if has_bias:
                     o += bias * v[nf]
                 c = zi * o
@@ -159,14 +163,16 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc,
             else:
                 p0 = indptr[i]
                 p1 = indptr[i + 1]
-                o = 0.0
-                for k in range(p0, p1):
-                    o += data[k] * v[indices[k]]
+                o = sparse_sum(indices, p0, p1, v) if unit else sparse_dot(data, indices, p0, p1, v)
                 if has_bias:
                     o += bias * v[nf]
                 c = zi * o
-                for k in range(p0, p1):
-                    a[indices[k]] += c * data[k]
+                if unit:
+                    for k in range(p0, p1):
+                        a[indices[k]] += c
+                else:
+                    for k in range(p0, p1):
+                        a[indices[k]] += c * data[k]
             if has_bias:
                 a[nf] += c * bias
 
@@ -176,159 +182,360 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, z, act, n_act, acc,
 _fun_par, _fun_ser = parallel_and_serial(_fun, nogil=True)
 _grad_diag_par, _grad_diag_ser = parallel_and_serial(_grad_diag, nogil=True)
 _hess_vec_par, _hess_vec_ser = parallel_and_serial(_hess_vec, nogil=True)
+#: the passes the outer-loop functions below call: each compiled family (:func:`_compiled_family`) binds its own
+_FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
 
 
-class _Problem:
-    """The objective's passes over the data, parallel or serial.  :meth:`fun` keeps ``X w`` of the point it
-    evaluated, so the gradient at an accepted step costs one pass (over the active rows) instead of two."""
+# --------------------------------------------------------------------------- the compiled outer loop
+#
+# The trust-region iterations and the CG steps run in one compiled call (:func:`_tron_run`, compiled once per
+# family of passes by :func:`_compiled_family`: serial and parallel): on small sets (mushrooms: a fit of ~6 ms)
+# the Python loop and its small-vector NumPy temporaries cost ~0.5 ms a fit.  The state between calls (chunks
+# of iterations, for a callback or time limit) lives in three arrays: ``vec`` (rows W, G, M, S, R, D, HD, ZV,
+# WN below, each of ``m`` weights), ``fstate`` and ``istate``.
 
-    def __init__(self, ld, y, C, kind, eps, parallel):
-        self.args = ld.args()
-        self.y, self.C, self.kind, self.eps = y, C, kind, float(eps)
-        self.m = ld.n_weights
-        n = y.shape[0]
-        stored = ld.Xd.size if ld.dense else ld.data.size
-        self.chunks = max(1, min(numba.get_num_threads(), stored // PARALLEL_STORED)) if parallel else 1
-        par = parallel and self.chunks > 1
-        self._f = _fun_par if par else _fun_ser
-        self._gd = _grad_diag_par if par else _grad_diag_ser
-        self._hv = _hess_vec_par if par else _hess_vec_ser
-        self.z = np.zeros(n)
-        self.act = np.zeros(n, dtype=np.int64)
-        self.n_act = np.zeros(self.chunks, dtype=np.int64)
-        self.o = np.zeros(n)
-        self.o_trial = np.zeros(n)
-        self.acc = np.zeros((self.chunks, 2 * self.m))
-        self.hv_calls = 0
-
-    def fun(self, w):
-        """f(w); remembers X w as the trial outputs."""
-        loss = self._f(w, *self.args, self.y, self.C, self.kind, self.eps, self.o_trial, self.chunks)
-        return 0.5 * float(w @ w) + loss
-
-    def accept(self, w):
-        """(g, diag(H)) at the point :meth:`fun` evaluated last; sets the active rows for :meth:`hess_vec`."""
-        self.o, self.o_trial = self.o_trial, self.o
-        self._gd(
-            self.o, *self.args, self.y, self.C, self.kind, self.eps, self.z, self.act, self.n_act, self.acc, self.chunks
-        )
-        tot = self.acc.sum(axis=0)
-        return w + tot[: self.m], 1.0 + tot[self.m :]
-
-    def fun_grad(self, w):
-        """(f, g, diag(H)) at w."""
-        f = self.fun(w)
-        g, diag = self.accept(w)
-        return f, g, diag
-
-    def hess_vec(self, v):
-        self.hv_calls += 1
-        self._hv(v, *self.args, self.z, self.act, self.n_act, self.acc, self.chunks)
-        return v + self.acc[:, : self.m].sum(axis=0)
+W, G, MP, S, R, D, HD, ZV, WN = range(9)
+F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL = range(5)
+I_IT, I_DONE, I_HV, I_CUR = range(4)
 
 
-def _trpcg(prob, delta, g, M):
-    r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta.  Returns (s, r) with r = -g - Hs.
+@njit(cache=True, nogil=True, inline="always")
+def _dot(a, b):
+    t = 0.0
+    for j in range(a.shape[0]):
+        t += a[j] * b[j]
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mdot(a, M, b):
+    t = 0.0
+    for j in range(a.shape[0]):
+        t += a[j] * M[j] * b[j]
+    return t
+
+
+def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks):
+    """f(w), storing X w in ``o``."""
+    loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks)
+    return 0.5 * _dot(w, w) + loss
+
+
+def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, z, act, n_act, acc, chunks):
+    """g = grad f and the preconditioner M = (1 - a) + a diag(H) at the point whose outputs are ``o``;
+    returns ||g||."""
+    _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, chunks)
+    m = w.shape[0]
+    gn = 0.0
+    for j in range(m):
+        gj = w[j]
+        dj = 1.0
+        for t in range(chunks):
+            gj += acc[t, j]
+            dj += acc[t, m + j]
+        g[j] = gj
+        M[j] = (1.0 - ALPHA_PCG) + ALPHA_PCG * dj
+        gn += gj * gj
+    return np.sqrt(gn)
+
+
+def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks):
+    """out = H v."""
+    _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
+    for j in range(v.shape[0]):
+        t = v[j]
+        for c in range(chunks):
+            t += acc[c, j]
+        out[j] = t
+
+
+def _tron_init(
+    Xd,
+    data,
+    indices,
+    indptr,
+    dense,
+    nf,
+    bias,
+    unit,
+    y,
+    C,
+    kind,
+    eps,
+    outs,
+    z,
+    act,
+    n_act,
+    acc,
+    chunks,
+    vec,
+    fstate,
+    istate,
+):
+    """f, g, M, ||g|| and the first trust-region radius at ``vec[W]``."""
+    cur = istate[I_CUR]
+    w = vec[W]
+    fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[cur], chunks)
+    gn = _c_grad(
+        w,
+        vec[G],
+        vec[MP],
+        Xd,
+        data,
+        indices,
+        indptr,
+        dense,
+        nf,
+        bias,
+        unit,
+        y,
+        C,
+        kind,
+        eps,
+        outs[cur],
+        z,
+        act,
+        n_act,
+        acc,
+        chunks,
+    )
+    fstate[F_GNORM] = gn
+    if fstate[F_GNORM0] < 0.0:
+        fstate[F_GNORM0] = gn
+    fstate[F_DELTA] = np.sqrt(_mdot(vec[G], vec[MP], vec[G]))
+    if gn <= fstate[F_TOL] * fstate[F_GNORM0] or gn == 0.0:
+        istate[I_DONE] = 1
+
+
+def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, delta):
+    r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta, into ``vec[S]`` with ``vec[R]`` = -g - Hs.
 
     Stops at the boundary, or by the truncated-Newton rule of Nash and Sofer on the model's decrease: after
     step i, when :math:`i\,(Q_i - Q_{i-1}) \ge` ``EPS_CG`` :math:`\cdot Q_i` (the last step gained little
-    relative to the total), or when the preconditioned residual vanishes.
+    relative to the total), or when the preconditioned residual vanishes.  Returns the Hessian-vector products
+    made.
     """
-    s = np.zeros_like(g)
-    r = -g
-    zv = r / M
-    d = zv.copy()
-    zTr = float(zv @ r)
+    g, M, s, r, d, Hd, zv = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV]
+    m = g.shape[0]
+    zTr = 0.0
+    for j in range(m):
+        s[j] = 0.0
+        r[j] = -g[j]
+        zv[j] = r[j] / M[j]
+        d[j] = zv[j]
+        zTr += zv[j] * r[j]
     Q_prev = 0.0
     it = 0
+    n_hv = 0
     while zTr > 1e-30:
-        Hd = prob.hess_vec(d)
-        dHd = float(d @ Hd)
+        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
+        n_hv += 1
+        dHd = _dot(d, Hd)
         if dHd <= 0.0:
             break
         alpha = zTr / dHd
-        s_new = s + alpha * d
-        if np.sqrt(float(s_new @ (M * s_new))) > delta:
-            sMd = float(s @ (M * d))
-            sMs = float(s @ (M * s))
-            dMd = float(d @ (M * d))
+        sMs_new = 0.0
+        for j in range(m):
+            t = s[j] + alpha * d[j]
+            sMs_new += t * M[j] * t
+        if np.sqrt(sMs_new) > delta:
+            sMd = _mdot(s, M, d)
+            sMs = _mdot(s, M, s)
+            dMd = _mdot(d, M, d)
             dsq = delta * delta
             rad = np.sqrt(max(sMd * sMd + dMd * (dsq - sMs), 0.0))
             alpha = (dsq - sMs) / (sMd + rad) if sMd >= 0.0 else (rad - sMd) / dMd
-            s += alpha * d
-            r -= alpha * Hd
+            for j in range(m):
+                s[j] += alpha * d[j]
+                r[j] -= alpha * Hd[j]
             break
-        s = s_new
-        r -= alpha * Hd
+        for j in range(m):
+            s[j] += alpha * d[j]
+            r[j] -= alpha * Hd[j]
         it += 1
-        Q = 0.5 * (float(g @ s) - float(s @ r))
+        Q = 0.5 * (_dot(g, s) - _dot(s, r))
         if Q < 0.0 and it * (Q - Q_prev) >= EPS_CG * Q:
             break
         Q_prev = Q
-        zv = r / M
-        zTr_new = float(zv @ r)
-        d = zv + (zTr_new / zTr) * d
+        zTr_new = 0.0
+        for j in range(m):
+            zv[j] = r[j] / M[j]
+            zTr_new += zv[j] * r[j]
+        beta = zTr_new / zTr
+        for j in range(m):
+            d[j] = zv[j] + beta * d[j]
         zTr = zTr_new
-    return s, r
+    return n_hv
 
 
-class _Tron:
-    """TRON's state between chunks of outer iterations."""
+def _tron_run(
+    Xd,
+    data,
+    indices,
+    indptr,
+    dense,
+    nf,
+    bias,
+    unit,
+    y,
+    C,
+    kind,
+    eps,
+    outs,
+    z,
+    act,
+    n_act,
+    acc,
+    chunks,
+    vec,
+    fstate,
+    istate,
+    n_iters,
+):
+    """Up to ``n_iters`` accepted trust-region steps from the state; returns 0 when converged (or stuck), 1
+    otherwise.  Step acceptance and radius update as LIBLINEAR's TRON (see the module docstring)."""
+    if istate[I_DONE]:
+        return 0
+    w, g, M, s, r, wn = vec[W], vec[G], vec[MP], vec[S], vec[R], vec[WN]
+    m = w.shape[0]
+    accepted = 0
+    while accepted < n_iters:
+        istate[I_HV] += _trpcg_c(
+            Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, fstate[F_DELTA]
+        )
+        for j in range(m):
+            wn[j] = w[j] + s[j]
+        gs = _dot(g, s)
+        prered = -0.5 * (gs - _dot(s, r))
+        trial = 1 - istate[I_CUR]
+        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[trial], chunks)
+        f = fstate[F_F]
+        actred = f - f_new
+        snorm = np.sqrt(_mdot(s, M, s))
+        delta = fstate[F_DELTA]
+        if istate[I_IT] == 0:
+            delta = min(delta, snorm)
+        denom = f_new - f - gs
+        alpha = SIGMA3 if denom <= 0.0 else max(SIGMA1, -0.5 * (gs / denom))
+        if actred < ETA0 * prered:
+            delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+        elif actred < ETA1 * prered:
+            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+        elif actred < ETA2 * prered:
+            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+        else:
+            delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+        fstate[F_DELTA] = delta
+        if actred > ETA0 * prered:
+            istate[I_IT] += 1
+            accepted += 1
+            for j in range(m):
+                w[j] = wn[j]
+            fstate[F_F] = f_new
+            f = f_new
+            istate[I_CUR] = trial
+            gn = _c_grad(
+                w,
+                g,
+                M,
+                Xd,
+                data,
+                indices,
+                indptr,
+                dense,
+                nf,
+                bias,
+                unit,
+                y,
+                C,
+                kind,
+                eps,
+                outs[trial],
+                z,
+                act,
+                n_act,
+                acc,
+                chunks,
+            )
+            fstate[F_GNORM] = gn
+            if gn <= fstate[F_TOL] * fstate[F_GNORM0]:
+                istate[I_DONE] = 1
+                return 0
+        if (actred <= 0.0 and prered <= 0.0) or (abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f)):
+            istate[I_DONE] = 1
+            return 0
+    return 1
 
-    def __init__(self, prob, w, tol, gnorm0=None):
-        self.prob = prob
-        self.w = w
-        self.f, self.g, diag = prob.fun_grad(w)
-        self.M = (1.0 - ALPHA_PCG) + ALPHA_PCG * diag
-        self.gnorm = float(np.linalg.norm(self.g))
-        self.gnorm0 = self.gnorm if gnorm0 is None else gnorm0
-        self.delta = float(np.sqrt(self.g @ (self.M * self.g)))
-        self.tol = tol
-        self.it = 0
-        self.done = self.gnorm <= tol * self.gnorm0 or self.gnorm == 0.0
+
+_FAMILY = ("_c_fun", "_c_grad", "_c_hess_vec", "_tron_init", "_trpcg_c", "_tron_run")
+
+
+def _compiled_family(suffix, fun, grad_diag, hess_vec):
+    """The outer-loop functions above compiled against one set of passes (``_FUN``, ``_GRAD_DIAG``,
+    ``_HESS_VEC``), under names ending in ``suffix`` (own cache entries, as :mod:`maxmargin._jit`): the serial
+    family never compiles the parallel passes (compiling them took ~15 s of a first fit)."""
+    scope = dict(globals())
+    scope.update(_FUN=fun, _GRAD_DIAG=grad_diag, _HESS_VEC=hess_vec)
+    out = {}
+    for name in _FAMILY:
+        py = globals()[name]
+        f = types.FunctionType(py.__code__, scope, name + suffix, py.__defaults__, py.__closure__)
+        f.__qualname__ = py.__qualname__ + suffix
+        f.__doc__ = py.__doc__
+        f.__module__ = py.__module__
+        out[name] = scope[name] = njit(cache=True, nogil=True, error_model="numpy")(f)
+    return out
+
+
+_SERIAL = _compiled_family("_ser", _fun_ser, _grad_diag_ser, _hess_vec_ser)
+_PARALLEL = _compiled_family("_par", _fun_par, _grad_diag_par, _hess_vec_par)
+
+
+class _State:
+    """The compiled solver's arrays and how to call it (serial, or the passes on Numba threads)."""
+
+    def __init__(self, ld, y, C, kind, eps, parallel, tol):
+        self.args = ld.args() + (bool(ld.unit),)
+        n = y.shape[0]
+        self.m = ld.n_weights
+        stored = ld.Xd.size if ld.dense else ld.data.size
+        self.chunks = max(1, min(numba.get_num_threads(), stored // PARALLEL_STORED)) if parallel else 1
+        self.par = bool(parallel and self.chunks > 1)
+        self.data = (y, C, int(kind), float(eps))
+        self.outs = np.zeros((2, n))
+        self.work = (
+            self.outs,
+            np.zeros(n),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(self.chunks, dtype=np.int64),
+            np.zeros((self.chunks, 2 * self.m)),
+            self.chunks,
+        )
+        self.family = _PARALLEL if self.par else _SERIAL
+        self.vec = np.zeros((9, self.m))
+        self.fstate = np.array([0.0, 0.0, -1.0, 0.0, float(tol)])
+        self.istate = np.zeros(4, dtype=np.int64)
+
+    def start(self, w, gnorm0=None):
+        self.vec[W] = w
+        if gnorm0 is not None:
+            self.fstate[F_GNORM0] = gnorm0
+        self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
+
+    def gnorm_at_zero(self):
+        """||grad f(0)|| (leaves the state to be restarted by :meth:`start`)."""
+        self.vec[W] = 0.0
+        self.fstate[F_GNORM0] = -1.0
+        self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
+        self.istate[I_DONE] = 0
+        return float(self.fstate[F_GNORM])
 
     def run(self, n_iters):
-        """Up to ``n_iters`` accepted steps; returns 0 when converged (or stuck), 1 otherwise."""
-        if self.done:
-            return 0
-        accepted = 0
-        while accepted < n_iters:
-            s, r = _trpcg(self.prob, self.delta, self.g, self.M)
-            w_new = self.w + s
-            gs = float(self.g @ s)
-            prered = -0.5 * (gs - float(s @ r))
-            f_new = self.prob.fun(w_new)
-            actred = self.f - f_new
-            snorm = float(np.sqrt(s @ (self.M * s)))
-            if self.it == 0:
-                self.delta = min(self.delta, snorm)
-            denom = f_new - self.f - gs
-            alpha = SIGMA3 if denom <= 0.0 else max(SIGMA1, -0.5 * (gs / denom))
-            if actred < ETA0 * prered:
-                self.delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * self.delta)
-            elif actred < ETA1 * prered:
-                self.delta = max(SIGMA1 * self.delta, min(alpha * snorm, SIGMA2 * self.delta))
-            elif actred < ETA2 * prered:
-                self.delta = max(SIGMA1 * self.delta, min(alpha * snorm, SIGMA3 * self.delta))
-            else:
-                self.delta = max(self.delta, min(alpha * snorm, SIGMA3 * self.delta))
-            if actred > ETA0 * prered:
-                self.it += 1
-                accepted += 1
-                self.w = w_new
-                self.f = f_new
-                self.g, diag = self.prob.accept(w_new)
-                self.M = (1.0 - ALPHA_PCG) + ALPHA_PCG * diag
-                self.gnorm = float(np.linalg.norm(self.g))
-                if self.gnorm <= self.tol * self.gnorm0:
-                    self.done = True
-                    return 0
-            if (actred <= 0.0 and prered <= 0.0) or (
-                abs(actred) <= 1e-12 * abs(self.f) and abs(prered) <= 1e-12 * abs(self.f)
-            ):
-                self.done = True
-                return 0
-        return 1
+        return int(
+            self.family["_tron_run"](
+                *self.args, *self.data, *self.work, self.vec, self.fstate, self.istate, int(n_iters)
+            )
+        )
 
 
 def solve(
@@ -359,21 +566,19 @@ def solve(
     if code == 0:
         pos = int(np.sum(y > 0))
         eff_tol = float(tol) * max(min(pos, n - pos), 1) / max(n, 1)
-    prob = _Problem(ld, y, C, code, epsilon, parallel)
-    m = ld.n_weights
+    state = _State(ld, y, C, code, epsilon, parallel, eff_tol)
     gnorm0 = None
     if w0 is not None and np.any(w0):
         # the stopping rule is relative to the first gradient: a warm start measures it at w = 0, as a cold
         # start would, so that a good start does not make the rule stricter
-        gnorm0 = float(np.linalg.norm(prob.fun_grad(np.zeros(m))[1]))
-    w = np.zeros(m) if w0 is None else np.array(w0, dtype=np.float64)
-    state = _Tron(prob, w, eff_tol, gnorm0)
+        gnorm0 = state.gnorm_at_zero()
+    state.start(np.zeros(state.m) if w0 is None else np.asarray(w0, dtype=np.float64), gnorm0)
 
     def step(k):
-        return state.run(int(k)), state.it
+        return state.run(k), int(state.istate[I_IT])
 
     def report():
-        return state.f, state.gnorm
+        return float(state.fstate[F_F]), float(state.fstate[F_GNORM])
 
     status, it = drive(
         step,
@@ -386,6 +591,6 @@ def solve(
         verbose=verbose,
         name="tron",
     )
-    fit = LinearFit(state.w, None, state.f, None, it, state.gnorm, status)
-    fit.cg_iter = prob.hv_calls
+    fit = LinearFit(state.vec[W].copy(), None, state.fstate[F_F], None, it, state.fstate[F_GNORM], status)
+    fit.cg_iter = int(state.istate[I_HV])
     return fit
