@@ -23,6 +23,8 @@ from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from .base import Watch
+
 #: seconds one compiled chunk should take when a callback or time limit is watched
 CHUNK_SECONDS = 0.2
 #: dense data with fewer non-zeros than this fraction are handed to the solvers as CSR (MNIST: 19% non-zeros,
@@ -381,6 +383,8 @@ def drive(
     'elapsed', 'subproblem', 'n_subproblems'}``.  Returns ``(status, iteration)``.
     """
     t0 = time.perf_counter()
+    # subproblem 0 of 1 unless the caller's callback_info says otherwise
+    watch = Watch(callback, {"subproblem": 0, "n_subproblems": 1, **(callback_info or {})}, time_limit, tol)
     if callback is None and time_limit is None and not verbose:
         code, it = step(int(max_iter))
         return ("converged" if code == 0 else "max_iter"), int(it)
@@ -403,19 +407,8 @@ def drive(
             objective, violation = report()
             if verbose:
                 print(f"[{name}] iter {it}  objective {objective:.6g}  violation {violation:.3e}  {elapsed:.1f}s")
-            if callback is not None:
-                info = {
-                    "iteration": it,
-                    "objective": float(objective),
-                    "violation": float(violation),
-                    "tol": float(tol),
-                    "elapsed": elapsed,
-                    "subproblem": 0,
-                    "n_subproblems": 1,
-                }
-                if callback_info:
-                    info.update(callback_info)
-                if callback(info) is False:
-                    return "callback", it
-        if time_limit is not None and elapsed >= time_limit:
-            return "time_limit", it
+        else:
+            objective = violation = 0.0  # read by the callback only, and there is none
+        why = watch.check(it, objective, violation)
+        if why is not None:
+            return why, it

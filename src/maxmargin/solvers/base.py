@@ -8,6 +8,7 @@ the dual variables and everything an estimator needs to build a model.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,3 +56,43 @@ class Solution:
     gap: float | None = None
     status: str = "converged"
     extra: dict = field(default_factory=dict)
+
+
+class Watch:
+    """What every iterative solver does between two chunks of its work: the callback
+    (one dict per chunk, the contract of ``docs/CONTRACTS.md``) and the time limit.
+
+    ``check(iteration, objective, violation, **more)`` returns None to go on, or the
+    status that stops the solver: ``'callback'`` (the callback returned False) or
+    ``'time_limit'``.  ``objective`` may be a function of no arguments: it is computed
+    only when a callback reads it (an O(n) product for the dual solvers).
+    """
+
+    def __init__(self, callback=None, callback_info=None, time_limit=None, tol=0.0):
+        self.callback = callback
+        self.callback_info = callback_info
+        self.time_limit = time_limit
+        self.tol = float(tol)
+        self.t0 = time.perf_counter()
+
+    def elapsed(self):
+        return time.perf_counter() - self.t0
+
+    def check(self, iteration, objective, violation, **more):
+        elapsed = self.elapsed()
+        if self.callback is not None:
+            info = {
+                "iteration": int(iteration),
+                "objective": float(objective() if callable(objective) else objective),
+                "violation": float(violation),
+                "tol": self.tol,
+                "elapsed": elapsed,
+            }
+            info.update({k: (v() if callable(v) else v) for k, v in more.items()})
+            if self.callback_info:
+                info.update(self.callback_info)
+            if self.callback(info) is False:
+                return "callback"
+        if self.time_limit is not None and elapsed >= self.time_limit:
+            return "time_limit"
+        return None

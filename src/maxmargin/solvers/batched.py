@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 
 from .._jit import parallel_and_serial
 from ..kernels.engine import CHUNK, PARALLEL_MIN_WORK, KernelRows
-from .base import Solution
+from .base import Solution, Watch
 from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 
 #: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
@@ -431,6 +431,7 @@ def _solve(
         # not carried over (yet), so the rounds look at every variable
         shrinking = False
     t0 = time.perf_counter()
+    watch = Watch(callback, callback_info, time_limit, tol)
     kr = KernelRows(problem.X, problem.kernel)
     n_data = kr.n
     kidx = np.ascontiguousarray(problem.index, dtype=np.int64)
@@ -652,22 +653,9 @@ def _solve(
                     f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} active {act.size} q {q} "
                     f"{now - t0:.1f}s"
                 )
-            if callback is not None:
-                info = {
-                    "iteration": n_iter,
-                    "objective": float(0.5 * alpha @ (G + p)),
-                    "violation": float(viol),
-                    "tol": float(tol),
-                    "elapsed": now - t0,
-                    "alpha_sum": float(alpha.sum()),
-                }
-                if callback_info:
-                    info.update(callback_info)
-                if callback(info) is False:
-                    status = "callback"
-                    break
-            if time_limit is not None and now - t0 >= time_limit:
-                status = "time_limit"
+            why = watch.check(n_iter, lambda: 0.5 * alpha @ (G + p), viol, alpha_sum=lambda: float(alpha.sum()))
+            if why is not None:
+                status = why
                 break
     if act.size < n_var:
         mask = np.zeros(n_var, dtype=bool)

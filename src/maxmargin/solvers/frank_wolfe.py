@@ -74,7 +74,7 @@ from numba import njit
 
 from ..kernels.formulas import FORMULA_CODES, RBF, transform_rows
 from ..kernels.objects import LinearKernel, PolynomialKernel, RBFKernel, SigmoidKernel
-from .base import Solution
+from .base import Solution, Watch
 
 #: kernels whose rows come from the shared formula (a user subclass may override its block)
 #: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
@@ -366,6 +366,7 @@ def _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit
         g = cache.get(k).copy()
 
     t0 = time.perf_counter()
+    watch = Watch(callback, callback_info, time_limit, tol)
     status = "max_iter"
     t = 0
     gap = np.inf
@@ -429,21 +430,9 @@ def _solve(problem, step, tol, max_iter, start, cache_size, callback, time_limit
             continue  # rounding drift made the running gap look better than it is: go on
         if verbose:
             print(f"[frank-wolfe {step}] iter {t}  gap {gap:.3e}  objective {0.5 * gmu:.6g}  {elapsed:.1f}s")
-        if callback is not None:
-            info = {
-                "iteration": t,
-                "objective": float(0.5 * gmu),
-                "violation": float(gap / (0.5 * gmu)),
-                "tol": float(tol),
-                "elapsed": elapsed,
-            }
-            if callback_info:
-                info.update(callback_info)
-            if callback(info) is False:
-                status = "callback"
-                break
-        if time_limit is not None and elapsed >= time_limit:
-            status = "time_limit"
+        why = watch.check(t, 0.5 * gmu, gap / (0.5 * gmu))
+        if why is not None:
+            status = why
             break
     if status in ("callback", "time_limit"):
         g = problem.h_times(mu, np.flatnonzero(mu))

@@ -40,6 +40,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .base import Watch
 from .primal import PrimalProblem, PrimalSolution
 
 #: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
@@ -77,6 +78,7 @@ def solve(
     if problem.formulation != "zero-one":
         raise ValueError("the random-search solver is for formulation 'zero-one' only")
     t0 = time.perf_counter()
+    watch = Watch(callback, callback_info, time_limit)
     rng = np.random.default_rng(random_state)
     X = problem.X
     n, d = X.shape
@@ -122,16 +124,9 @@ def solve(
                     break
         if v < best[0]:
             best = (v, w, b)
-        elapsed = time.perf_counter() - t0
-        if callback is not None:
-            info = {"iteration": n_eval, "objective": float(best[0]), "violation": 0.0, "tol": 0.0, "elapsed": elapsed}
-            if callback_info:
-                info.update(callback_info)
-            if callback(info) is False:
-                status = "callback"
-                break
-        if time_limit is not None and elapsed >= time_limit:
-            status = "time_limit"
+        why = watch.check(n_eval, best[0], 0.0)
+        if why is not None:
+            status = why
             break
     v, w, b = best
     scores = problem.y * (np.asarray(X @ w).ravel() + b)

@@ -89,7 +89,7 @@ from ..kernels.rowcache import (  # noqa: F401
     kernel_diag,
     kernel_row_pool,
 )
-from .base import Solution
+from .base import Solution, Watch
 
 #: What this solver takes (read by :mod:`maxmargin.solvers.registry`): the kinds of problem,
 #: the common options it reads (the others are ignored), its own options, and its traits.
@@ -880,6 +880,7 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
     st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx, st.cache)
     st.sv = st.arrays()
     t0 = time.perf_counter()
+    watch = Watch(callback, callback_info, time_limit, tol)
     chunk = 2000
     status = "max_iter"
     code = 1
@@ -904,22 +905,14 @@ def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, 
                 f"[smo] iter {int(st.state[3])}  violation {st.fstate[0]:.3e}  active {int(st.state[0])}  "
                 f"{elapsed:.1f}s"
             )
-        if callback is not None:
-            info = {
-                "iteration": int(st.state[3]),
-                "objective": float(0.5 * st.alpha @ (st.G + st.p)),
-                "violation": float(st.fstate[0]),
-                "tol": float(tol),
-                "elapsed": elapsed,
-                "alpha_sum": float(st.alpha.sum()),
-            }
-            if callback_info:
-                info.update(callback_info)
-            if callback(info) is False:
-                status = "callback"
-                break
-        if time_limit is not None and elapsed >= time_limit:
-            status = "time_limit"
+        why = watch.check(
+            st.state[3],
+            lambda: 0.5 * st.alpha @ (st.G + st.p),
+            st.fstate[0],
+            alpha_sum=lambda: float(st.alpha.sum()),
+        )
+        if why is not None:
+            status = why
             break
     m = int(st.state[0])
     if m < st.y.shape[0]:

@@ -57,6 +57,7 @@ import time
 
 import numpy as np
 
+from .base import Watch
 from .primal import PrimalProblem, PrimalSolution
 
 #: iteration limit used when ``max_iter`` is None or -1
@@ -152,6 +153,7 @@ def solve(
     cy = C * y
     rng = np.random.default_rng(random_state)
     t0 = time.perf_counter()
+    watch = Watch(callback, callback_info, time_limit, tol)
 
     w = np.zeros(d)
     b = best_intercept(np.zeros(n), y, C)
@@ -205,21 +207,9 @@ def solve(
             elapsed = time.perf_counter() - t0
             if verbose and t % (100 * check_every) == 0:
                 print(f"[subgradient] iter {t}  objective {best[0]:.8g}  improvement {rel_impr:.2e}  {elapsed:.1f}s")
-            if callback is not None:
-                info = {
-                    "iteration": t,
-                    "objective": float(best[0]),
-                    "violation": float(rel_impr),
-                    "tol": float(tol),
-                    "elapsed": elapsed,
-                }
-                if callback_info:
-                    info.update(callback_info)
-                if callback(info) is False:
-                    status = "callback"
-                    break
-            if time_limit is not None and elapsed >= time_limit:
-                status = "time_limit"
+            why = watch.check(t, best[0], rel_impr)
+            if why is not None:
+                status = why
                 break
     p_best, w_best, b_best = best
     margins = y * (np.asarray(X @ w_best).ravel() + b_best)
