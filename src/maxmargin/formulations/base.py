@@ -69,6 +69,24 @@ class BinaryFit:
     solver: str = "smo"
     coef: np.ndarray | None = None
 
+    @classmethod
+    def from_solution(cls, sol, rho, formulation, coef, **fields):
+        """A fit carrying a solver's Solution (objective, iterations, violation, status, gap, extras)."""
+        fields.setdefault("extra", dict(sol.extra))
+        fields.setdefault("alpha", sol.alpha)
+        return cls(
+            rho=float(rho),
+            objective=float(sol.objective),
+            n_iter=int(sol.n_iter),
+            violation=float(sol.violation),
+            converged=bool(sol.converged),
+            status=sol.status,
+            gap=sol.gap,
+            formulation=formulation,
+            coef=coef,
+            **fields,
+        )
+
 
 @dataclass
 class Data:

@@ -22,21 +22,7 @@ from .margins import (
 
 
 def _fit_from(sol, alpha, rho, w, extra, margin, name, coef):
-    return BinaryFit(
-        alpha=alpha,
-        rho=float(rho),
-        objective=float(sol.objective),
-        n_iter=int(sol.n_iter),
-        violation=float(sol.violation),
-        converged=bool(sol.converged),
-        status=sol.status,
-        gap=sol.gap,
-        w=w,
-        extra=extra,
-        margin=margin,
-        formulation=name,
-        coef=coef,
-    )
+    return BinaryFit.from_solution(sol, rho, name, coef, alpha=alpha, w=w, extra=extra, margin=margin)
 
 
 class _Classification(Formulation):

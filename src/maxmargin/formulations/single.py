@@ -13,19 +13,7 @@ from .base import BinaryFit, Formulation, register
 
 
 def _fit(sol, name, coef, rho, extra=None):
-    return BinaryFit(
-        alpha=sol.alpha,
-        rho=float(rho),
-        objective=float(sol.objective),
-        n_iter=int(sol.n_iter),
-        violation=float(sol.violation),
-        converged=bool(sol.converged),
-        status=sol.status,
-        gap=sol.gap,
-        extra=dict(sol.extra, **(extra or {})),
-        formulation=name,
-        coef=coef,
-    )
+    return BinaryFit.from_solution(sol, rho, name, coef, extra=dict(sol.extra, **(extra or {})))
 
 
 def _nu_offsets(problem, sol):
