@@ -157,6 +157,14 @@ def test_refuses_what_it_cannot_solve(rng):
     X, y = _blobs(rng, n=60, k=3)
     with pytest.raises(ValueError, match="two classes"):
         SVC(solver="divide", solver_options=dict(early_stop=1)).fit(X, y)
+    with pytest.raises(ValueError, match="probability=False"):
+        SVC(solver="divide", probability=True, solver_options=dict(early_stop=1)).fit(X, y % 2)
+    lin = SVC(kernel="linear", solver="divide", solver_options=dict(n_parts=2, early_stop=1)).fit(X, y % 2)
+    with pytest.raises(AttributeError, match="routed early model"):
+        lin.coef_
+    # refitting the same estimator exactly leaves no routed model behind
+    lin.set_params(solver_options=dict(n_parts=2)).fit(X, y)
+    assert lin._early_rho is None and lin.coef_.shape == (3, X.shape[1])
     with pytest.raises(ValueError, match="precomputed"):
         SVC(kernel="precomputed", solver="divide").fit(X @ X.T, y)
     with pytest.raises(ValueError, match="not supported"):
