@@ -183,3 +183,10 @@ def test_early_single_class_parts_predict_their_class(rng):
     est = SVC(gamma=0.05, solver="divide", solver_options=dict(n_parts=4, early_stop=1)).fit(X, y)
     assert est.support_.size == 0 and sorted(est._early_rho) == [-1.0, -1.0, 1.0, 1.0]
     assert np.array_equal(est.predict(X), y)
+
+
+def test_dask_backend_without_client_says_so(rng):
+    pytest.importorskip("distributed")
+    X, y = _blobs(rng, n=60)
+    with pytest.raises(ValueError, match="active Dask client"):
+        SVC(solver="divide", solver_options=dict(backend="dask")).fit(X, y)
