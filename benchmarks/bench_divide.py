@@ -100,7 +100,7 @@ def run_one(method, data, n, n_parts, early_parts):
                 n_workers=int(method[-1]),
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address="127.0.0.1:0",
                 host="127.0.0.1",
                 memory_limit=0,
             )

@@ -13,7 +13,7 @@ from conftest import kkt_violation
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
-from maxmargin import SVC  # noqa: E402
+from maxmargin import SVC, scaleout  # noqa: E402
 from maxmargin.kernels import make_kernel  # noqa: E402
 from maxmargin.problem import csvc_problem  # noqa: E402
 from maxmargin.scaleout import WorkerLostError  # noqa: E402
@@ -28,9 +28,9 @@ def client():
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",
         host="127.0.0.1",
-        worker_dashboard_address=None,
+        worker_dashboard_address="127.0.0.1:0",
     )
     c = distributed.Client(cluster)
     yield c
@@ -112,68 +112,70 @@ def kill_data():
     return X, y, SVC(solver="smo", **KILL).fit(X, y).objective_[0]
 
 
-def test_worker_killed_mid_fit(client, kill_data):
-    """A worker process killed while the parts run: the fit finishes on the workers left
-    (the nanny brings one back) with the exact solution, or raises WorkerLostError; no hang."""
-    X, y, f_ref = kill_data
-    kw = KILL
-    pids = client.run(os.getpid)
-    killed = []
+def _fit_interrupted(monkeypatch, X, y, interrupt):
+    """Fit with ``interrupt(client, futures)`` called once, right after the first tasks of
+    the fit were submitted (so it hits the fit in flight, deterministically); in a thread,
+    so that a hang fails the test instead of blocking it."""
+    done = []
+    orig = scaleout.DaskExecutor._run
 
-    def killer():
-        deadline = time.time() + 30
-        while time.time() < deadline and not killed:
-            busy = [w for w, tasks in client.processing().items() if any("solve_part" in t for t in tasks)]
-            if busy:
-                os.kill(pids[busy[0]], signal.SIGKILL)
-                killed.append(busy[0])
-            time.sleep(0.005)
+    def run(self, submit):
+        def submit_then_interrupt():
+            futures = submit()
+            if not done:
+                done.append(True)
+                interrupt(self.client, futures)
+            return futures
 
-    th = threading.Thread(target=killer, daemon=True)
-    th.start()
+        return orig(self, submit_then_interrupt)
+
+    monkeypatch.setattr(scaleout.DaskExecutor, "_run", run)
     result = {}
 
     def fit():
         try:
-            result["est"] = SVC(solver="divide", solver_options=dict(DASK, n_parts=6), **kw).fit(X, y)
+            result["est"] = SVC(solver="divide", solver_options=dict(DASK, n_parts=6), **KILL).fit(X, y)
         except WorkerLostError as exc:  # the named error is an accepted outcome
             result["error"] = exc
+        except Exception as exc:  # noqa: BLE001 - reported below
+            result["other"] = exc
 
-    ft = threading.Thread(target=fit, daemon=True)
-    ft.start()
-    ft.join(timeout=240)
-    th.join(timeout=1)
-    assert not ft.is_alive(), "the fit hung after a worker was killed"
-    assert killed, "the test did not manage to kill a worker during the fit"
+    th = threading.Thread(target=fit, daemon=True)
+    th.start()
+    th.join(timeout=240)
+    assert not th.is_alive(), "the fit hung after the workers were interrupted"
+    assert done, "the interruption did not happen"
+    assert "other" not in result, f"unexpected {type(result.get('other')).__name__}: {result.get('other')}"
+    return result
+
+
+def test_worker_killed_mid_fit(client, kill_data, monkeypatch):
+    """A worker process killed (SIGKILL) while the parts run: the fit finishes on the
+    workers left (the nanny brings one back) with the exact solution, or raises
+    WorkerLostError; no hang."""
+    X, y, f_ref = kill_data
+    pids = client.run(os.getpid)
+
+    def kill(c, futures):
+        deadline = time.time() + 10
+        while time.time() < deadline:  # the worker running a part of this fit
+            busy = [w for w, tasks in c.processing().items() if tasks]
+            if busy:
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                return
+            time.sleep(0.002)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+
+    result = _fit_interrupted(monkeypatch, X, y, kill)
     if "est" in result:
         assert abs(result["est"].objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
-    else:
-        assert isinstance(result["error"], WorkerLostError)
     client.wait_for_workers(2, timeout=60)
 
 
-def test_restart_mid_fit(client, kill_data):
+def test_restart_mid_fit(client, kill_data, monkeypatch):
     """client.restart() during the fit (every worker restarted, all data on them lost)."""
     X, y, f_ref = kill_data
-    kw = KILL
-    done = threading.Event()
-
-    def restarter():
-        deadline = time.time() + 30
-        while time.time() < deadline and not done.is_set():
-            if any(tasks for tasks in client.processing().values()):
-                client.restart(wait_for_workers=False)
-                return
-            time.sleep(0.005)
-
-    th = threading.Thread(target=restarter, daemon=True)
-    th.start()
-    try:
-        est = SVC(solver="divide", solver_options=dict(DASK, n_parts=6), **kw).fit(X, y)
-    except WorkerLostError:
-        est = None
-    done.set()
-    th.join(timeout=60)
-    if est is not None:
-        assert abs(est.objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
+    result = _fit_interrupted(monkeypatch, X, y, lambda c, futures: c.restart(wait_for_workers=False))
+    if "est" in result:
+        assert abs(result["est"].objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
     client.wait_for_workers(2, timeout=60)

@@ -157,6 +157,14 @@ def test_refuses_what_it_cannot_solve(rng):
     X, y = _blobs(rng, n=60, k=3)
     with pytest.raises(ValueError, match="two classes"):
         SVC(solver="divide", solver_options=dict(early_stop=1)).fit(X, y)
+    with pytest.raises(ValueError, match="probability=False"):
+        SVC(solver="divide", probability=True, solver_options=dict(early_stop=1)).fit(X, y % 2)
+    lin = SVC(kernel="linear", solver="divide", solver_options=dict(n_parts=2, early_stop=1)).fit(X, y % 2)
+    with pytest.raises(AttributeError, match="routed early model"):
+        lin.coef_
+    # refitting the same estimator exactly leaves no routed model behind
+    lin.set_params(solver_options=dict(n_parts=2)).fit(X, y)
+    assert lin._early_rho is None and lin.coef_.shape == (3, X.shape[1])
     with pytest.raises(ValueError, match="precomputed"):
         SVC(kernel="precomputed", solver="divide").fit(X @ X.T, y)
     with pytest.raises(ValueError, match="not supported"):
@@ -175,3 +183,10 @@ def test_early_single_class_parts_predict_their_class(rng):
     est = SVC(gamma=0.05, solver="divide", solver_options=dict(n_parts=4, early_stop=1)).fit(X, y)
     assert est.support_.size == 0 and sorted(est._early_rho) == [-1.0, -1.0, 1.0, 1.0]
     assert np.array_equal(est.predict(X), y)
+
+
+def test_dask_backend_without_client_says_so(rng):
+    pytest.importorskip("distributed")
+    X, y = _blobs(rng, n=60)
+    with pytest.raises(ValueError, match="active Dask client"):
+        SVC(solver="divide", solver_options=dict(backend="dask")).fit(X, y)

@@ -18,7 +18,8 @@ they stay clonable and picklable):
      (the stopping rule of SMO and the batched solver): below it, the solution is the
      minimiser of the whole problem;
   3. otherwise one worker solves the problem restricted to the support vectors and the
-     most violating rows at zero (warm-started), which lowers the objective; back to 1.
+     most violating rows at zero (at most ``max(MAX_ADD, #SV)`` of them; warm-started),
+     which lowers the objective; back to 1.
 
   Each round strictly lowers the objective and there are finitely many working sets, so
   the loop ends; the solution is exact, as the local global solve.
@@ -46,7 +47,8 @@ from .solvers.base import Solution
 
 #: rows per scattered block of the global step
 BLOCK_ROWS = 50_000
-#: most rows at zero added to the working set per round of the global step
+#: rows at zero added to the working set per round of the global step: at most this many,
+#: or as many as there are support vectors
 MAX_ADD = 4000
 
 
@@ -163,8 +165,17 @@ class DaskExecutor:
 
 
 def _block_scores(block, kernel, sv):
+    """:math:`K(B, X_{SV})\\,c` for one block B, by the batched solver's fused gradient
+    rebuild (:meth:`maxmargin.kernels.engine.KernelRows.times`) on the rows of B and the SVs."""
+    import scipy.sparse as sp
+
+    from .kernels.engine import KernelRows
+
     Xsv, coef = sv
-    return kernel.mmv(block, Xsv, coef)
+    nb = block.shape[0]
+    Z = sp.vstack([block, Xsv], format="csr") if sp.issparse(block) else np.vstack([block, Xsv])
+    kr = KernelRows(Z, kernel)
+    return kr.times(np.arange(nb, nb + Xsv.shape[0]), coef, np.arange(nb))
 
 
 def _violation(y, G, alpha, U):
@@ -205,12 +216,14 @@ def global_solve(
     viol = np.inf
     for rnd in range(max_rounds + 1):
         sv = np.flatnonzero(alpha > 0)
+        tr = time.perf_counter()
         s = executor.scores(problem.X, problem.kernel, sv, alpha[sv] * y[sv])
+        t_scores = time.perf_counter() - tr
         G = y * s + p + shift * alpha
         m_up, m_low = _violation(y, G, alpha, U)
         viol = m_up - m_low
         if verbose:
-            print(f"[divide/dask] global round {rnd}: violation {viol:.3e}, {sv.size} SVs")
+            print(f"[divide/dask] global round {rnd}: violation {viol:.3e}, {sv.size} SVs, scores {t_scores:.2f}s")
         if viol < tol:
             status = "converged"
             break
@@ -223,10 +236,14 @@ def global_solve(
         zero = np.flatnonzero(alpha == 0)
         amount = np.where(y[zero] > 0, -G[zero] - m_low, m_up - G[zero])
         bad = zero[amount > 0.5 * tol]
-        if bad.size > MAX_ADD:
-            bad = bad[np.argsort(-amount[amount > 0.5 * tol], kind="stable")[:MAX_ADD]]
+        cap = max(MAX_ADD, sv.size)  # the working set stays within twice the support vectors
+        if bad.size > cap:
+            bad = bad[np.argsort(-amount[amount > 0.5 * tol], kind="stable")[:cap]]
         work = np.union1d(sv, bad)
+        tr = time.perf_counter()
         (res,) = executor.map(solve_part, [(subproblem(problem, work, alpha[work]), opts)])
+        if verbose:
+            print(f"[divide/dask] working set of {work.size} solved in {time.perf_counter() - tr:.2f}s")
         alpha = alpha.copy()
         alpha[work] = res[0]
         n_iter += int(res[4])

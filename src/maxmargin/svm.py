@@ -1134,9 +1134,17 @@ class SVC(BaseSVMClassifier):
             raise ValueError(f"solver_options must be a dict or None, got {self.solver_options!r}")
 
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+        set_early_model(self, None, None)  # nothing left from an earlier fit
         super()._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
         early = fits[0].extra.get("early") if len(fits) == 1 else None
         set_early_model(self, early, members[0][0] if early is not None else None)
+
+    @property
+    def coef_(self):
+        """Weights ``w`` in input space, one row per binary problem (linear kernel only)."""
+        if getattr(self, "_early_rho", None) is not None:
+            raise AttributeError("coef_ is not available for the routed early model (one w per part)")
+        return BaseSVMClassifier.coef_.fget(self)
 
     def _ovo_decision(self, X):
         if getattr(self, "_early_rho", None) is None:
@@ -1160,10 +1168,11 @@ class SVC(BaseSVMClassifier):
             options = dict(options, alpha0=alpha0)
         if self.solver_options:
             options = dict(options, **self.solver_options)
-            if options.get("early_stop") is not None and len(self.classes_) > 2:
+            if options.get("early_stop") is not None and (len(self.classes_) > 2 or self.probability):
                 raise ValueError(
                     "solver_options['early_stop'] (solver='divide') routes each point to one part's "
-                    "binary model: it supports two classes only; leave it None for multi-class data"
+                    "binary model: it supports two classes only and probability=False; leave it None "
+                    "for multi-class data or probabilities"
                 )
         return formulations.fit_binary(X, y, bounds, kern, self.formulation, self.solver, rows=rows, **options)
 
