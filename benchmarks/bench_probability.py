@@ -133,12 +133,14 @@ def main():
                 null = open(os.devnull, "w")
 
                 orig = pb_module._Progress.__init__  # the same bar, drawn into /dev/null
+                if not getattr(orig, "to_devnull", False):  # patched once, not once per dataset
 
-                def init(self, *a, **k):
-                    k.setdefault("console", Console(file=null, force_terminal=True))
-                    orig(self, *a, **k)
+                    def init(self, *a, orig=orig, **k):
+                        k.setdefault("console", Console(file=null, force_terminal=True))
+                        orig(self, *a, **k)
 
-                pb_module._Progress.__init__ = init
+                    init.to_devnull = True
+                    pb_module._Progress.__init__ = init
                 variants["mm callback"] = lambda: maxmargin.SVC(**params).set_callbacks(_Nothing()).fit(X, y)
                 variants["mm progress"] = lambda: maxmargin.SVC(**params).set_callbacks(ProgressBar()).fit(X, y)
         times = {k: [] for k in variants}
