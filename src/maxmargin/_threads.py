@@ -18,11 +18,15 @@ _CONTROLLER = []
 
 
 def cores():
-    """The cores this process may run on."""
+    """The cores this thread may use: those the process may run on, at most Numba's thread
+    setting (``numba.set_num_threads``, which a Dask worker's task holds to its ``nthreads``)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    import numba
+
+    return max(1, min(n, numba.get_num_threads()))
 
 
 def one_blas_thread():

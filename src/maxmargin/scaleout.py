@@ -141,7 +141,7 @@ class DaskExecutor:
         def submit():
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*[Ll]arge.*")
-                return [self.client.submit(fn, *it, pure=False) for it in items]
+                return [self.client.submit(on_worker, fn, *it, pure=False) for it in items]
 
         return self._run(submit)
 
@@ -157,11 +157,34 @@ class DaskExecutor:
                 starts = list(range(0, n, BLOCK_ROWS))
                 self._blocks = self.client.scatter([X[s : s + BLOCK_ROWS] for s in starts], hash=False)
             sv = self.client.scatter((Xsv, np.asarray(coef, dtype=np.float64)), hash=False, broadcast=True)
-            return [self.client.submit(_block_scores, b, kernel, sv, pure=False) for b in self._blocks]
+            return [self.client.submit(on_worker, _block_scores, b, kernel, sv, pure=False) for b in self._blocks]
 
         if sv_rows.size == 0:
             return np.zeros(n)
         return np.concatenate(self._run(submit))
+
+
+def on_worker(fn, *args):
+    """``fn(*args)`` with the compiled code's threads (Numba) and BLAS held to the worker's
+    ``nthreads``: Dask's convention that a worker thread is a core.  Without it every worker
+    of a machine would start one thread per core and they would fight over the cores."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        n = int(getattr(worker, "state", worker).nthreads)
+    except (ImportError, ValueError, AttributeError):  # not on a worker: as it is
+        return fn(*args)
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        with threadpool_limits(n):
+            return fn(*args)
+    finally:
+        numba.set_num_threads(old)
 
 
 def _block_scores(block, kernel, sv):
