@@ -1791,7 +1791,7 @@ def playground(host, port, browser):
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @common_options
 def precompile():
-    """Compile the solvers now, once, instead of in the first fit (about 15 s right after install).
+    """Compile the solvers now, once, instead of in the first fit (about 8 s right after install).
 
     \b
     Numba keeps what it compiles in its on-disk cache; run this as a step of an install

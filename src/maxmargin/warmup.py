@@ -2,7 +2,7 @@
 
 maxmargin's solvers are compiled by Numba the first time they run and kept in its
 on-disk cache (``__pycache__`` beside the sources, or ``NUMBA_CACHE_DIR``).  Right
-after ``pip install`` that first fit spends about 15 seconds compiling (see
+after ``pip install`` that first fit spends about 8 seconds compiling (see
 ``benchmarks/RESULTS.md``); every later process loads the cache in a fraction of
 a second.  :func:`precompile` pays that cost once, up front, for the common
 routes, so it can run as a step of an install script or an image build
