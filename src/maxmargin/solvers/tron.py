@@ -49,9 +49,11 @@ ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 EPS_CG = 0.5
 #: stored values per thread below which the passes run serially (a pass over less data takes well under a
-#: millisecond, and on a shared machine waiting for a second core costs more than it saves: a9a, 450k values,
-#: took 0.063 s on two threads and 0.03 s on one under load)
-PARALLEL_STORED = 1_000_000
+#: millisecond and waking a second core costs more than it saves).  Measured (session 4, /tmp/tron_thr.py,
+#: medians of 7 fits): at 200k, a9a (450k values) 0.0176 -> 0.0144 s and ijcnn1 (650k) 0.032 -> 0.020 s on a
+#: quiet machine, and no slower with one busy process beside (0.0177 -> 0.0169 s, 0.0303 -> 0.0311 s); at 1M
+#: both stayed serial.  Under a heavier load (4-6 on 2 cores) two threads lost: 0.063 s against 0.03 s on a9a
+PARALLEL_STORED = 200_000
 ALPHA_PCG = 0.01
 
 
