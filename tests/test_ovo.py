@@ -168,3 +168,22 @@ def test_a_time_limit_leaves_a_usable_model():
     assert m.fit_status_ == 1
     assert m.predict(X).shape == y.shape
     assert np.all(np.isfinite(m.decision_function(X)))
+
+
+def test_pairs_that_finished_before_a_stop_count_as_converged():
+    """A run stopped early (time limit, callback) keeps the pairs it finished: converged where their
+    violation is within tol, not converged where they never started."""
+    from maxmargin.formulations import fits_from_pairs
+
+    X, y = blobs(n=150, k=3)
+    C = np.full(y.shape[0], 5.0)
+    kern = make_kernel("rbf", gamma=0.1)
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    res = ovo.solve_pairs(block_data(X, kern), y, C, pairs, tol=1e-3)
+    res["status"] = "time_limit"  # as if the run had stopped after these pairs...
+    res["alpha"][2] = res["grad"][2] = None  # ...before the last one started
+    fits = fits_from_pairs(res, C, kern, X, "smo", tol=1e-3)
+    assert [f.converged for f in fits] == [True, True, False]
+    assert fits[2].status == "time_limit" and fits[0].status == "converged"
+    old = fits_from_pairs(res, C, kern, X, "smo")  # without tol: every pair of a stopped run
+    assert not any(f.converged for f in old)

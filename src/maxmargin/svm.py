@@ -517,7 +517,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             on_batch=(lambda p0, p1: report.batch_done(chosen[p0:p1])) if report.active else None,
         )
         fits = [None] * len(pairs)
-        for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo")):
+        for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)):
             fits[p_no] = fit
         for p_no in range(len(pairs)):
             if fits[p_no] is None:

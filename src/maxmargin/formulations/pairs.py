@@ -7,7 +7,7 @@ import numpy as np
 from .base import BinaryFit, _is_linear
 
 
-def fits_from_pairs(res, C, kernel, X, solver):
+def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     """:class:`BinaryFit` objects (formulation 'l1') for the one-vs-one problems that
     :func:`maxmargin.solvers.ovo.solve_pairs` solved, with what :func:`fit_binary` adds
     (training decision values, ||w||, margin, primal objective, duality gap) computed
@@ -51,7 +51,10 @@ def fits_from_pairs(res, C, kernel, X, solver):
         sl = slice(starts[p], starts[p] + sizes[p])
         order = np.argsort(rows[sl], kind="stable")
         a_p = alpha[sl][order]
-        converged = status == "converged" and res["alpha"][p] is not None
+        # a run stopped early (time limit, callback) still has pairs that finished: those whose
+        # violation is within tol (given) converged
+        finished = status == "converged" or (tol is not None and violation[p] <= tol)
+        converged = finished and res["alpha"][p] is not None
         extra = dict(
             margin=float(margin[p]),
             w_norm=float(w_norm[p]),
