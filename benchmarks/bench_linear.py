@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-SETS = ("a9a", "mushrooms", "ijcnn1", "mnist", "bow")
+SETS = ("a9a", "mushrooms", "ijcnn1", "mnist", "bow", "letter26", "text100", "sparse40k")
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
 
@@ -98,6 +98,10 @@ def load(name):
         yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
     elif name == "bow":
         Xtr, ytr, Xte, yte = bag_of_words()
+    elif name in ("letter26", "text100", "sparse40k"):  # generated shapes (datasets.py): many classes, wide text, very sparse rows
+        import datasets
+
+        Xtr, ytr, Xte, yte, _ = getattr(datasets, name)()
     else:
         raise SystemExit(f"unknown dataset {name!r} (known: {', '.join(SETS)})")
     return Xtr, np.asarray(ytr), Xte, np.asarray(yte)

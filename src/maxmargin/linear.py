@@ -9,16 +9,19 @@ with :math:`x_i` extended by the constant ``intercept_scaling`` (when ``fit_inte
 penalty, loss                      dual        primal objective                                       solver
 =================================  ==========  =====================================================  =================
 l2, hinge                          True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i`                 dual CD (``dual_cd``)
-l2, squared_hinge                  True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i^2`               dual CD
+l2, squared_hinge                  True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i^2`               dual CD, then TRON
 l2, squared_hinge                  False       same                                                   TRON (``tron``)
 l1, squared_hinge                  False       :math:`\|w\|_1 + \sum C_i\xi_i^2`                       CD (``cd_l1``)
 multi_class='crammer_singer'       (ignored)   :math:`\tfrac12\sum_m\|w_m\|^2 + \sum C_i\max_m(...)`   dual CD (``crammer_singer``)
 SVR epsilon_insensitive            True        :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon`        dual CD
-SVR squared_epsilon_insensitive    True/False  :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon^2`      dual CD / TRON
+SVR squared_epsilon_insensitive    True/False  :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon^2`      dual CD, then TRON / TRON
 =================================  ==========  =====================================================  =================
 
 with :math:`\xi_i = \max(0, 1 - y_i w\cdot x_i)` and :math:`|r|_\epsilon = \max(0, |w\cdot x_i - y_i| -
-\epsilon)`.  The bias weight is part of :math:`w` and regularised, as in LIBLINEAR.  ``dual='auto'`` picks the
+\epsilon)`.  The bias weight is part of :math:`w` and regularised, as in LIBLINEAR.  "Dual CD, then TRON": as
+LIBLINEAR from 2.42, the dual solver of a squared loss runs at most 300 epochs; if it has not met ``tol`` by
+then, the primal Newton method continues from its ``w`` (``solvers.dual_primal``; only when ``max_iter`` > 300,
+so a smaller ``max_iter`` stops the dual solver there).  ``dual='auto'`` picks the
 dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.
 
 Multi-class problems are one-vs-rest (``multi_class='ovr'``), one binary problem per class on threads, or
@@ -54,7 +57,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
-from .solvers import cd_l1, crammer_singer, dual_cd, tron
+from .solvers import cd_l1, crammer_singer, dual_cd, dual_primal, tron
 from .solvers._linear_common import linear_data
 from .svm import warn_not_converged
 
@@ -403,12 +406,24 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                 prev_dual = warm["dual"][p_no] * ratio if warm is not None and warm["dual"][p_no] is not None else None
                 prev_w = warm["w"][p_no] if warm is not None else None
                 s = seed + 7919 * p_no
-                if solver in (1, 3):
+                if solver == 1:  # LIBLINEAR's -s 1: the dual, then the primal Newton method if it stalls
+                    return dual_primal.l2_svc(
+                        ld,
+                        yb,
+                        Ci,
+                        parallel=threads == 1,
+                        shrinking=self.shrinking,
+                        seed=s,
+                        alpha0=prev_dual,
+                        n_threads=self._async_threads(len(targets)),
+                        **opts,
+                    )
+                if solver == 3:
                     return dual_cd.solve_svc(
                         ld,
                         yb,
                         Ci,
-                        squared=solver == 1,
+                        squared=False,
                         shrinking=self.shrinking,
                         seed=s,
                         alpha0=prev_dual,
@@ -551,17 +566,11 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
             # the previous beta as it is (clipped into the new box): scaling by C_new / C_old, as for the
             # classifiers, measured no better for regression, where most beta sit at a bound or at zero
             beta0 = None if warm is None or warm["dual"] is None else warm["dual"]
-            fit = dual_cd.solve_svr(
-                ld,
-                y,
-                Ci,
-                float(self.epsilon),
-                squared=solver == 12,
-                shrinking=self.shrinking,
-                seed=self._seed(),
-                beta0=beta0,
-                **opts,
-            )
+            svr_options = dict(shrinking=self.shrinking, seed=self._seed(), beta0=beta0, **opts)
+            if solver == 12:  # LIBLINEAR's -s 12: the dual, then the primal Newton method if it stalls
+                fit = dual_primal.l2_svr(ld, y, Ci, float(self.epsilon), **svr_options)
+            else:
+                fit = dual_cd.solve_svr(ld, y, Ci, float(self.epsilon), squared=False, **svr_options)
         self._warm_state = {
             "key": (solver, bias, keep.shape[0]),
             "n": n,
