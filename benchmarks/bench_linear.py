@@ -19,8 +19,10 @@ asynchronous epochs on two threads; elsewhere it is the serial solver again (ano
 a single-threaded fit can be twice its CPU time, so CPU s shows the work done.
 
 Datasets from ../shared/data (MAXMARGIN_DATA elsewhere): a9a (+ a9a.t), mushrooms (fixed 75/25 split), ijcnn1
-(+ ijcnn1.t), MNIST (first 20,000 training rows, scaled to [0, 1], the 10,000 test rows; 10 classes), and ``bow``:
-a generated bag-of-words set, 200,000 x 50,000 (+ 50,000 test rows), ~50 non-zeros a row.
+(+ ijcnn1.t), MNIST (first 20,000 training rows, scaled to [0, 1], the 10,000 test rows; 10 classes), ``bow``:
+a generated bag-of-words set, 200,000 x 50,000 (+ 50,000 test rows), ~50 non-zeros a row, and three generated
+shapes from ``datasets.py`` (fixed seeds): ``letter26`` (15,000 x 16 dense, unscaled 0..15, 26 classes),
+``text100`` (6,400 x 50,000 TF-IDF, 100 classes) and ``sparse40k`` (40,000 x 300 one-hot, 12 non-zeros a row).
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ def load(name):
         yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
     elif name == "bow":
         Xtr, ytr, Xte, yte = bag_of_words()
-    elif name in ("letter26", "text100", "sparse40k"):  # generated shapes (datasets.py): many classes, wide text, very sparse rows
+    elif name in ("letter26", "text100", "sparse40k"):
+        # generated shapes (datasets.py): many classes dense, wide sparse text of 100 classes, very sparse rows
         import datasets
 
         Xtr, ytr, Xte, yte, _ = getattr(datasets, name)()
