@@ -30,6 +30,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,12 +46,14 @@ def load(name, n):
         params = dict(C=10.0, gamma=1.0)
     elif name == "usps":
         X, y, _, _, params = datasets.usps()
+    elif name in ("letter26", "text100", "sparse40k"):  # generated shapes, fixed seeds (datasets.py)
+        X, y, _, _, params = getattr(datasets, name)()
     else:
         raise SystemExit(f"unknown dataset {name!r}")
     if n and n < X.shape[0]:
         idx = np.random.default_rng(0).choice(X.shape[0], n, replace=False)
         X, y = X[idx], y[idx]
-    return np.ascontiguousarray(X), y, params
+    return (X if sp.issparse(X) else np.ascontiguousarray(X)), y, params
 
 
 class _Nothing:

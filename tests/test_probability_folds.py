@@ -82,3 +82,48 @@ def test_predict_from_proba_is_the_argmax():
     binary = (y == 0).astype(int)
     est2 = maxmargin.SVC(probability=True, predict_from_proba=True, random_state=0).fit(X, binary)
     np.testing.assert_array_equal(est2.predict(X), est2.classes_[np.argmax(est2.predict_proba(X), axis=1)])
+
+
+def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch):
+    """Folds of >= 4000 rows of 64 features go to the batched solver (warm-started; SMO's kernel rows are dear,
+    SVC._folds_batched): each fold's held-out decision values equal LIBSVM's cold fit on the fold's rows, and
+    the model is the same bit for bit on one thread and on all."""
+    import numba
+    import scipy.sparse as sp
+
+    from maxmargin import formulations
+
+    X, y = make_classification(5000, 64, n_informative=8, class_sep=2.0, flip_y=0.01, random_state=5)
+    X = sp.csr_matrix(X)  # 64 features, sparse input (densified inside: the same route)
+    solvers = []
+    real_fit_binary = formulations.fit_binary
+
+    def spy_fit(X_, y_, bounds, kern, formulation, solver, rows=None, **options):
+        if rows is not None and rows.shape[0] < X_.shape[0]:
+            solvers.append((formulations.resolve_solver(formulation, solver, rows.shape[0]), "alpha0" in options))
+        return real_fit_binary(X_, y_, bounds, kern, formulation, solver, rows=rows, **options)
+
+    monkeypatch.setattr(formulations, "fit_binary", spy_fit)
+    captured = []
+    original = probability.cv_decision_values
+
+    def spy_cv(fit_fold, Xs, ysub, kernel, rng, **kw):
+        dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
+        captured.append((ysub.copy(), kw["plan"], dec))
+        return dec
+
+    monkeypatch.setattr(probability, "cv_decision_values", spy_cv)
+    est = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
+    assert solvers == [("batched", True)] * probability.N_FOLDS  # five warm-started batched folds
+    ((ysub, plan, dec),) = captured
+    reference = np.zeros_like(dec)
+    for train, test in plan:
+        ref = sklearn.svm.SVC(C=1.0, gamma=0.01, tol=1e-6).fit(X[train], ysub[train])
+        reference[test] = ref.decision_function(X[test])
+    np.testing.assert_allclose(dec, reference, atol=1e-4)
+    numba.set_num_threads(1)
+    try:
+        one = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert _bits(one) == _bits(est)
