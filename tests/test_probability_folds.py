@@ -127,3 +127,39 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert _bits(one) == _bits(est)
+
+
+def test_compiled_folds_of_many_classes_match_libsvm_and_the_pair_route(monkeypatch):
+    """Where the one-vs-one pairs are solved in compiled code, so are their folds
+    (maxmargin.solvers.ovo_folds): each pair's held-out values equal LIBSVM's cold fits on the
+    fold's rows, and the sigmoids equal those of the pair-by-pair route (forced by a cache too
+    small for the compiled one) at a tight tol."""
+    from maxmargin.solvers import ovo_folds
+
+    X, y = make_blobs(600, 4, centers=4, cluster_std=2.5, random_state=3)
+    captured = []
+    original = ovo_folds.cv_pairs
+
+    def spy(bd, y_idx, C, pairs, alpha, folds, n_folds, **kw):
+        dec, its = original(bd, y_idx, C, pairs, alpha, folds, n_folds, **kw)
+        captured.append((np.asarray(y_idx).copy(), pairs, folds, dec))
+        return dec, its
+
+    monkeypatch.setattr(ovo_folds, "cv_pairs", spy)
+    kw = {"C": 2.0, "gamma": 0.3, "tol": 1e-8, "probability": True, "random_state": 0}
+    est = maxmargin.SVC(**kw).fit(X, y)
+    ((y_idx, pairs, folds, dec),) = captured
+    assert len(pairs) == 6
+    for (a, b), fold, d in list(zip(pairs, folds, dec))[:3]:
+        rows = np.r_[np.flatnonzero(y_idx == a), np.flatnonzero(y_idx == b)]  # the layout: class a first
+        yy = np.where(y_idx[rows] == a, 1, -1)
+        reference = np.zeros_like(d)
+        for f in range(probability.N_FOLDS):
+            train, test = fold != f, fold == f
+            ref = sklearn.svm.SVC(C=2.0, gamma=0.3, tol=1e-8).fit(X[rows[train]], yy[train])
+            reference[test] = ref.decision_function(X[rows[test]])
+        np.testing.assert_allclose(d, reference, atol=1e-5)
+    slow = maxmargin.SVC(cache_size=0.01, **kw).fit(X, y)  # no room for class blocks: pair by pair
+    assert len(captured) == 1
+    np.testing.assert_allclose(est.probA_, slow.probA_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(est.probB_, slow.probB_, rtol=1e-5, atol=1e-6)

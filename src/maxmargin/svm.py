@@ -440,7 +440,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 fits.append(formulations.BinaryFit(np.zeros(rows.shape[0]), 0.0, 0.0, 0, np.inf, False, "callback"))
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
         if self.probability:
-            self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed)
+            self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed, (y_idx, compiled))
         else:
             self.probA_ = np.empty(0)
             self.probB_ = np.empty(0)
@@ -743,9 +743,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         return float(np.sqrt(max(wsq, 0.0)))
 
     # ----------------------------------------------------------- probability
-    def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed):
+    def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed, compiled=None):
         """Platt's sigmoid per binary problem from 5-fold cross-validated decision
-        values (see :mod:`maxmargin.probability`)."""
+        values (see :mod:`maxmargin.probability`).  ``compiled``: ``(y_idx, mask)``, the pairs the
+        compiled one-vs-one route solved; their folds go to :mod:`maxmargin.solvers.ovo_folds`."""
         rng = check_random_state(self.random_state)
         n_pairs = len(pairs)
         probA = np.zeros(n_pairs)
@@ -776,20 +777,68 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
             report.probability_pair_done(p_no)
 
+        rest = list(range(n_pairs))
+        if not stopped and compiled is not None and compiled[1].any() and self._folds_warm_start():
+            chosen = [p for p in rest if compiled[1][p]]
+            for p_no, dec in zip(
+                chosen, self._compiled_folds(compiled[0], X, kern, fits, members, pairs, C_all, plans, chosen)
+            ):
+                probA[p_no], probB[p_no] = probability.sigmoid_train(dec, members[p_no][1])
+            rest = [p for p in rest if not compiled[1][p]]
         with warnings.catch_warnings(), one_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            if workers > 1 and n_pairs > 1 and not stopped:  # pairs on threads, their folds one by one
+            if workers > 1 and len(rest) > 1 and not stopped:  # pairs on threads, their folds one by one
                 from concurrent.futures import ThreadPoolExecutor
 
-                with ThreadPoolExecutor(max_workers=min(workers, n_pairs)) as pool:
-                    for f in [pool.submit(one, p_no, 1) for p_no in range(n_pairs)]:
+                with ThreadPoolExecutor(max_workers=min(workers, len(rest))) as pool:
+                    for f in [pool.submit(one, p_no, 1) for p_no in rest]:
                         f.result()
             else:  # one pair: its folds on threads
-                for p_no in range(n_pairs):
+                for p_no in rest:
                     one(p_no, workers)
         report.probability_end()
         self.probA_ = probA
         self.probB_ = probB
+
+    def _compiled_folds(self, y_idx, X, kern, fits, members, pairs, C_all, plans, chosen):
+        """Held-out decision values (each pair's rows in increasing order) of the pairs ``chosen``,
+        all folds in compiled code (:func:`maxmargin.solvers.ovo_folds.cv_pairs`), warm-started from
+        the pairs' fits; the pair's rows are laid out class a first there, so the multipliers, the
+        folds and the values are permuted on the way."""
+        from .solvers import ovo_folds
+
+        perms, alphas, folds = [], [], []
+        for p_no in chosen:
+            ysub = members[p_no][1]
+            pos = ysub > 0
+            perm = np.empty(ysub.shape[0], dtype=np.int64)  # member position -> position in the layout
+            perm[pos] = np.arange(int(pos.sum()))
+            perm[~pos] = int(pos.sum()) + np.arange(int((~pos).sum()))
+            alpha = np.empty(ysub.shape[0])
+            alpha[perm] = fits[p_no].alpha
+            fold = np.empty(ysub.shape[0], dtype=np.int64)
+            for f, (_, test) in enumerate(plans[p_no]):
+                fold[perm[test]] = f
+            perms.append(perm)
+            alphas.append(alpha)
+            folds.append(fold)
+        report = report_of(self)
+        dec, _ = ovo_folds.cv_pairs(
+            block_data(X, kern),
+            y_idx,
+            C_all,
+            [pairs[p] for p in chosen],
+            alphas,
+            folds,
+            probability.N_FOLDS,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            shrinking=bool(self.shrinking),
+            on_batch=(lambda p0, p1: [report.probability_pair_done(p) for p in chosen[p0:p1]])
+            if report.active
+            else None,
+        )
+        return [d[perm] for d, perm in zip(dec, perms)]
 
     def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, plan, workers):
         """The cross-validated decision values of one binary problem (Platt's data) on the

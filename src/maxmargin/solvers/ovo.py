@@ -370,6 +370,45 @@ def _run_batches(fn, batches, workers, stop):
     return why
 
 
+def layout(y_idx, C, pairs):
+    """Where :func:`solve_pairs` (and :mod:`maxmargin.solvers.ovo_folds`) find each pair's rows and
+    blocks: ``order`` (the rows with ``C > 0`` sorted by class, stable), ``counts``/``cstart`` per
+    class, ``doff``/``sizes_sq`` (the flat diagonal blocks of the classes the pairs use), ``pa``/``pb``
+    (the classes of each pair), ``n_pair`` and ``aoff`` (each pair's offset in per-row arrays)."""
+    from types import SimpleNamespace
+
+    y_idx = np.asarray(y_idx)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    k = int(y_idx.max()) + 1 if y_idx.size else 0
+    keep = np.flatnonzero(C > 0)
+    order = keep[np.argsort(y_idx[keep], kind="stable")].astype(np.int64)
+    counts = np.bincount(y_idx[keep], minlength=k)
+    cstart = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=cstart[1:])
+    used = sorted({c for pr in pairs for c in pr})
+    doff = np.zeros(k + 1, dtype=np.int64)
+    sizes_sq = np.zeros(k, dtype=np.int64)
+    sizes_sq[used] = counts[used] ** 2
+    np.cumsum(sizes_sq, out=doff[1:])
+    pa = np.array([a for a, _ in pairs], dtype=np.int64)
+    pb = np.array([b for _, b in pairs], dtype=np.int64)
+    n_pair = counts[pa] + counts[pb]
+    aoff = np.zeros(len(pairs) + 1, dtype=np.int64)
+    np.cumsum(n_pair, out=aoff[1:])
+    return SimpleNamespace(
+        C=C,
+        order=order,
+        counts=counts,
+        cstart=cstart,
+        doff=doff,
+        sizes_sq=sizes_sq,
+        pa=pa,
+        pb=pb,
+        n_pair=n_pair,
+        aoff=aoff,
+    )
+
+
 def solve_pairs(
     bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, workers=None, time_limit=None, on_batch=None
 ):
@@ -386,25 +425,10 @@ def solve_pairs(
     ``p0 .. p1-1`` are solved; returning False stops as a time limit does (status 'callback').
     """
     t0 = time.perf_counter()
-    y_idx = np.asarray(y_idx)
-    C = np.ascontiguousarray(C, dtype=np.float64)
-    k = int(y_idx.max()) + 1 if y_idx.size else 0
-    keep = np.flatnonzero(C > 0)
-    order = keep[np.argsort(y_idx[keep], kind="stable")].astype(np.int64)
-    counts = np.bincount(y_idx[keep], minlength=k)
-    cstart = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(counts, out=cstart[1:])
-    used = sorted({c for pr in pairs for c in pr})
-    doff = np.zeros(k + 1, dtype=np.int64)
-    sizes_sq = np.zeros(k, dtype=np.int64)
-    sizes_sq[used] = counts[used] ** 2
-    np.cumsum(sizes_sq, out=doff[1:])
+    lay = layout(y_idx, C, pairs)
+    C, order, counts, cstart, doff, sizes_sq = lay.C, lay.order, lay.counts, lay.cstart, lay.doff, lay.sizes_sq
+    pa, pb, n_pair, aoff = lay.pa, lay.pb, lay.n_pair, lay.aoff
     diag = np.empty(int(doff[-1]))
-    pa = np.array([a for a, _ in pairs], dtype=np.int64)
-    pb = np.array([b for _, b in pairs], dtype=np.int64)
-    n_pair = counts[pa] + counts[pb]
-    aoff = np.zeros(len(pairs) + 1, dtype=np.int64)
-    np.cumsum(n_pair, out=aoff[1:])
     alpha = np.zeros(int(aoff[-1]))
     grad = np.zeros(int(aoff[-1]))
     res = np.full((len(pairs), 4), np.nan)
