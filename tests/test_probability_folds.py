@@ -130,29 +130,28 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
 
 
 def test_compiled_folds_of_many_classes_match_libsvm_and_the_pair_route(monkeypatch):
-    """Where the one-vs-one pairs are solved in compiled code, so are their folds
-    (maxmargin.solvers.ovo_folds): each pair's held-out values equal LIBSVM's cold fits on the
+    """Where the one-vs-one pairs are solved in compiled code, so are their folds, right after each
+    pair (maxmargin.solvers.ovo_folds): each pair's held-out values equal LIBSVM's cold fits on the
     fold's rows, and the sigmoids equal those of the pair-by-pair route (forced by a cache too
     small for the compiled one) at a tight tol."""
-    from maxmargin.solvers import ovo_folds
+    from maxmargin.solvers import ovo
 
     X, y = make_blobs(600, 4, centers=4, cluster_std=2.5, random_state=3)
     captured = []
-    original = ovo_folds.cv_pairs
+    original = ovo.solve_pairs
 
-    def spy(bd, y_idx, C, pairs, alpha, folds, n_folds, **kw):
-        dec, its = original(bd, y_idx, C, pairs, alpha, folds, n_folds, **kw)
-        captured.append((np.asarray(y_idx).copy(), pairs, folds, dec))
-        return dec, its
+    def spy(bd, y_idx, C, pairs, **kw):
+        res = original(bd, y_idx, C, pairs, **kw)
+        captured.append((np.asarray(y_idx).copy(), pairs, kw.get("folds"), res))
+        return res
 
-    monkeypatch.setattr(ovo_folds, "cv_pairs", spy)
+    monkeypatch.setattr(ovo, "solve_pairs", spy)
     kw = {"C": 2.0, "gamma": 0.3, "tol": 1e-8, "probability": True, "random_state": 0}
     est = maxmargin.SVC(**kw).fit(X, y)
-    ((y_idx, pairs, folds, dec),) = captured
-    assert len(pairs) == 6
-    for (a, b), fold, d in list(zip(pairs, folds, dec))[:3]:
-        rows = np.r_[np.flatnonzero(y_idx == a), np.flatnonzero(y_idx == b)]  # the layout: class a first
-        yy = np.where(y_idx[rows] == a, 1, -1)
+    ((y_idx, pairs, folds, res),) = captured
+    assert len(pairs) == 6 and folds is not None and all(d is not None for d in res["cv"])
+    for (a, b), rows, fold, d in list(zip(pairs, res["rows"], folds, res["cv"]))[:3]:
+        yy = np.where(y_idx[rows] == a, 1, -1)  # the layout: class a's rows first
         reference = np.zeros_like(d)
         for f in range(probability.N_FOLDS):
             train, test = fold != f, fold == f

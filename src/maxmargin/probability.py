@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from .kernels import PRECOMPUTED
 from .kernels.rowcache import KernelRowPool, RowCache, _pool_key, compute_row, kernel_data
@@ -90,44 +91,54 @@ N_FOLDS = 5
 MIN_PROB = 1e-7
 
 
-def _log1pexp_terms(u, t):
-    """Sum over i of t_i u_i + log(1 + exp(-u_i)), evaluated without overflow."""
-    pos = u >= 0
-    out = np.where(
-        pos, t * u + np.log1p(np.exp(-np.where(pos, u, 0.0))), (t - 1.0) * u + np.log1p(np.exp(np.where(pos, 0.0, u)))
-    )
-    return float(out.sum())
+@njit(cache=True, nogil=True)
+def _log1pexp_terms(dec, A, B, t):
+    """Sum over i of t_i u_i + log(1 + exp(-u_i)), u = A dec + B, evaluated without overflow."""
+    f = 0.0
+    for i in range(dec.shape[0]):
+        u = dec[i] * A + B
+        if u >= 0:
+            f += t[i] * u + np.log1p(np.exp(-u))
+        else:
+            f += (t[i] - 1.0) * u + np.log1p(np.exp(u))
+    return f
 
 
-def sigmoid_train(dec, labels, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
-    """Platt's sigmoid ``(A, B)`` for decision values ``dec`` and labels in {+1, -1}
-    (+1: the class whose probability ``1/(1 + exp(A dec + B))`` is modelled).
-
-    Newton's method with backtracking line search (Lin, Lin & Weng 2007); see the
-    module docstring.  Returns floats ``(A, B)``.
-    """
-    dec = np.asarray(dec, dtype=np.float64)
-    labels = np.asarray(labels)
-    prior1 = float(np.sum(labels > 0))
-    prior0 = float(labels.shape[0] - prior1)
+@njit(cache=True, nogil=True)
+def _sigmoid_train(dec, positive, max_iter, min_step, sigma, eps):
+    n = dec.shape[0]
+    prior1 = 0.0
+    for i in range(n):
+        if positive[i]:
+            prior1 += 1.0
+    prior0 = n - prior1
     hi = (prior1 + 1.0) / (prior1 + 2.0)
     lo = 1.0 / (prior0 + 2.0)
-    t = np.where(labels > 0, hi, lo)
-    A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
-    fval = _log1pexp_terms(dec * A + B, t)
+    t = np.empty(n)
+    for i in range(n):
+        t[i] = hi if positive[i] else lo
+    A = 0.0
+    B = np.log((prior0 + 1.0) / (prior1 + 1.0))
+    fval = _log1pexp_terms(dec, A, B, t)
     for _ in range(max_iter):
-        u = dec * A + B
-        # p = 1/(1+exp(u)), q = 1 - p, both without overflow
-        e = np.exp(-np.abs(u))
-        p = np.where(u >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-        q = 1.0 - p
-        d2 = p * q
-        h11 = sigma + float(dec @ (dec * d2))
-        h22 = sigma + float(d2.sum())
-        h21 = float(dec @ d2)
-        d1 = t - p
-        g1 = float(dec @ d1)
-        g2 = float(d1.sum())
+        h11 = sigma
+        h22 = sigma
+        h21 = 0.0
+        g1 = 0.0
+        g2 = 0.0
+        for i in range(n):
+            u = dec[i] * A + B
+            # p = 1/(1+exp(u)), q = 1 - p, both without overflow
+            e = np.exp(-abs(u))
+            p = e / (1.0 + e) if u >= 0 else 1.0 / (1.0 + e)
+            q = 1.0 - p
+            d2 = p * q
+            h11 += dec[i] * dec[i] * d2
+            h22 += d2
+            h21 += dec[i] * d2
+            d1 = t[i] - p
+            g1 += dec[i] * d1
+            g2 += d1
         if abs(g1) < eps and abs(g2) < eps:
             break
         det = h11 * h22 - h21 * h21
@@ -136,14 +147,31 @@ def sigmoid_train(dec, labels, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e
         gd = g1 * dA + g2 * dB
         step = 1.0
         while step >= min_step:
-            nA, nB = A + step * dA, B + step * dB
-            nf = _log1pexp_terms(dec * nA + nB, t)
+            nA = A + step * dA
+            nB = B + step * dB
+            nf = _log1pexp_terms(dec, nA, nB, t)
             if nf < fval + 1e-4 * step * gd:
-                A, B, fval = nA, nB, nf
+                A = nA
+                B = nB
+                fval = nf
                 break
             step /= 2.0
         if step < min_step:
             break  # line search failed: keep the last point
+    return A, B
+
+
+def sigmoid_train(dec, labels, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
+    """Platt's sigmoid ``(A, B)`` for decision values ``dec`` and labels in {+1, -1}
+    (+1: the class whose probability ``1/(1 + exp(A dec + B))`` is modelled).
+
+    Newton's method with backtracking line search (Lin, Lin & Weng 2007); see the
+    module docstring.  Compiled: a many-class model fits one sigmoid per pair (4950 for
+    100 classes), and the NumPy version took about 1.4 ms each.  Returns floats ``(A, B)``.
+    """
+    dec = np.ascontiguousarray(dec, dtype=np.float64)
+    positive = np.ascontiguousarray(np.asarray(labels) > 0)
+    A, B = _sigmoid_train(dec, positive, int(max_iter), float(min_step), float(sigma), float(eps))
     return float(A), float(B)
 
 

@@ -85,6 +85,21 @@ def ovr_from_ovo(dec, n_classes):
     return votes + conf / (3 * (np.abs(conf) + 1))
 
 
+def _layout_folds(ysub, plan):
+    """For a pair with labels ``ysub`` (rows in increasing order) and folds ``plan``: ``perm``
+    (each row's position in :func:`maxmargin.solvers.ovo.layout`'s order: class a's rows first)
+    and each row's fold in that order."""
+    pos = ysub > 0
+    n_a = int(pos.sum())
+    perm = np.empty(ysub.shape[0], dtype=np.int64)
+    perm[pos] = np.arange(n_a)
+    perm[~pos] = n_a + np.arange(ysub.shape[0] - n_a)
+    fold = np.empty(ysub.shape[0], dtype=np.int64)
+    for f, (_, test) in enumerate(plan):
+        fold[perm[test]] = f
+    return perm, fold
+
+
 #: the folds of a large binary problem go to the batched solver from this many features (see SVC._folds_batched)
 FOLDS_BATCHED_FEATURES = 64
 
@@ -420,8 +435,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         fits = []
         workers = self._pair_workers(members, warm)
         compiled = self._compiled_pairs(X, kern, members, warm)
+        # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
+        plans = self._fold_plans(members) if self.probability else None
         if compiled.any():
-            fits = self._fit_pairs_compiled(X, y_idx, pairs, members, C_all, kern, precomputed, compiled)
+            fits = self._fit_pairs_compiled(X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans)
         elif workers > 1:
             fits = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers)
         else:
@@ -440,7 +457,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 fits.append(formulations.BinaryFit(np.zeros(rows.shape[0]), 0.0, 0.0, 0, np.inf, False, "callback"))
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
         if self.probability:
-            self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed, (y_idx, compiled))
+            self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed, plans)
         else:
             self.probA_ = np.empty(0)
             self.probB_ = np.empty(0)
@@ -503,11 +520,21 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             counts[b] = np.count_nonzero(ysub < 0)
         return ovo.plan(counts, pairs, eligible, self.cache_size, workers)
 
-    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled):
+    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans=None):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
-        (all at once, compiled, on every core), the rest one by one as usual."""
+        (all at once, compiled, on every core), the rest one by one as usual.  With ``plans`` (the
+        probability folds, :meth:`_fold_plans`) and warm-started folds, the compiled pairs' folds
+        are solved there too, right after each pair (:mod:`maxmargin.solvers.ovo_folds`); their
+        held-out decision values go to the fits as ``cv_decision`` (rows in increasing order)."""
         chosen = [p for p in range(len(pairs)) if compiled[p]]
         report = report_of(self)
+        perms, folds = [], None
+        if plans is not None and self._folds_warm_start():
+            folds = []
+            for p_no in chosen:
+                perm, fold = _layout_folds(members[p_no][1], plans[p_no])
+                perms.append(perm)
+                folds.append(fold)
         res = ovo.solve_pairs(
             block_data(X, kern),
             y_idx,
@@ -518,10 +545,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             shrinking=bool(self.shrinking),
             time_limit=self.time_limit,
             on_batch=(lambda p0, p1: report.batch_done(chosen[p0:p1])) if report.active else None,
+            folds=folds,
+            n_folds=probability.N_FOLDS if folds is not None else 0,
         )
         fits = [None] * len(pairs)
-        for p_no, fit in zip(chosen, formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)):
+        solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)
+        for k, (p_no, fit) in enumerate(zip(chosen, solved)):
             fits[p_no] = fit
+            if folds is not None and res["cv"][k] is not None:
+                fit.cv_decision = res["cv"][k][perms[k]]
         for p_no in range(len(pairs)):
             if fits[p_no] is None:
                 rows, ysub = members[p_no]
@@ -743,11 +775,16 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         return float(np.sqrt(max(wsq, 0.0)))
 
     # ----------------------------------------------------------- probability
-    def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed, compiled=None):
-        """Platt's sigmoid per binary problem from 5-fold cross-validated decision
-        values (see :mod:`maxmargin.probability`).  ``compiled``: ``(y_idx, mask)``, the pairs the
-        compiled one-vs-one route solved; their folds go to :mod:`maxmargin.solvers.ovo_folds`."""
+    def _fold_plans(self, members):
+        """The probability folds of every pair, drawn in pair order from ``random_state``
+        (one permutation each, as LIBSVM)."""
         rng = check_random_state(self.random_state)
+        return [probability.fold_plan(rows.shape[0], rng) for rows, _ in members]
+
+    def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed, plans):
+        """Platt's sigmoid per binary problem from 5-fold cross-validated decision
+        values (see :mod:`maxmargin.probability`) on the folds ``plans``; a fit that carries
+        ``cv_decision`` (its folds were solved with it, :meth:`_fit_pairs_compiled`) gives them."""
         n_pairs = len(pairs)
         probA = np.zeros(n_pairs)
         probB = np.zeros(n_pairs)
@@ -761,8 +798,6 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
-        plans = [None if stopped else probability.fold_plan(rows.shape[0], rng) for rows, _ in members]
         workers = probability.fold_workers()
 
         def one(p_no, inner):
@@ -778,13 +813,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             report.probability_pair_done(p_no)
 
         rest = list(range(n_pairs))
-        if not stopped and compiled is not None and compiled[1].any() and self._folds_warm_start():
-            chosen = [p for p in rest if compiled[1][p]]
-            for p_no, dec in zip(
-                chosen, self._compiled_folds(compiled[0], X, kern, fits, members, pairs, C_all, plans, chosen)
-            ):
-                probA[p_no], probB[p_no] = probability.sigmoid_train(dec, members[p_no][1])
-            rest = [p for p in rest if not compiled[1][p]]
+        if not stopped:
+            for p_no in rest:
+                dec = getattr(fits[p_no], "cv_decision", None)
+                if dec is not None:
+                    probA[p_no], probB[p_no] = probability.sigmoid_train(dec, members[p_no][1])
+                    report.probability_pair_done(p_no)
+            rest = [p for p in rest if getattr(fits[p], "cv_decision", None) is None]
         with warnings.catch_warnings(), one_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if workers > 1 and len(rest) > 1 and not stopped:  # pairs on threads, their folds one by one
@@ -799,46 +834,6 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         report.probability_end()
         self.probA_ = probA
         self.probB_ = probB
-
-    def _compiled_folds(self, y_idx, X, kern, fits, members, pairs, C_all, plans, chosen):
-        """Held-out decision values (each pair's rows in increasing order) of the pairs ``chosen``,
-        all folds in compiled code (:func:`maxmargin.solvers.ovo_folds.cv_pairs`), warm-started from
-        the pairs' fits; the pair's rows are laid out class a first there, so the multipliers, the
-        folds and the values are permuted on the way."""
-        from .solvers import ovo_folds
-
-        perms, alphas, folds = [], [], []
-        for p_no in chosen:
-            ysub = members[p_no][1]
-            pos = ysub > 0
-            perm = np.empty(ysub.shape[0], dtype=np.int64)  # member position -> position in the layout
-            perm[pos] = np.arange(int(pos.sum()))
-            perm[~pos] = int(pos.sum()) + np.arange(int((~pos).sum()))
-            alpha = np.empty(ysub.shape[0])
-            alpha[perm] = fits[p_no].alpha
-            fold = np.empty(ysub.shape[0], dtype=np.int64)
-            for f, (_, test) in enumerate(plans[p_no]):
-                fold[perm[test]] = f
-            perms.append(perm)
-            alphas.append(alpha)
-            folds.append(fold)
-        report = report_of(self)
-        dec, _ = ovo_folds.cv_pairs(
-            block_data(X, kern),
-            y_idx,
-            C_all,
-            [pairs[p] for p in chosen],
-            alphas,
-            folds,
-            probability.N_FOLDS,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            shrinking=bool(self.shrinking),
-            on_batch=(lambda p0, p1: [report.probability_pair_done(p) for p in chosen[p0:p1]])
-            if report.active
-            else None,
-        )
-        return [d[perm] for d, perm in zip(dec, perms)]
 
     def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, plan, workers):
         """The cross-validated decision values of one binary problem (Platt's data) on the

@@ -40,6 +40,10 @@ def _routes():
         SVC().fit(X, y3).predict(X[big])
         SVC().fit(Xs, y3)
 
+    def probabilities():
+        SVC(probability=True, random_state=0).fit(X, y2)
+        SVC(probability=True, random_state=0).fit(X, y3)
+
     def family():
         NuSVC(nu=0.3).fit(X, y2)
         SVR().fit(X, X[:, 1])
@@ -49,13 +53,14 @@ def _routes():
         ("two classes (SMO)", binary),
         ("batched solver", batched),
         ("several classes", multiclass),
+        ("probabilities", probabilities),
         ("nu-SVC, SVR, one-class", family),
     ]
 
 
 def precompile(verbose=False):
     """Compile (or load from Numba's cache) the solvers of the common routes: SMO, the
-    batched solver, the compiled one-vs-one route, nu-SVC, SVR and one-class, on dense
+    batched solver, the compiled one-vs-one route, probabilities (its folds), nu-SVC, SVR and one-class, on dense
     and sparse data, and the parallel loops of prediction.  Returns the seconds each
     route took; with ``verbose``, prints them as it goes."""
     took = {}

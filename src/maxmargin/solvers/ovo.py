@@ -36,7 +36,9 @@ from numba import njit
 
 from .._threads import cores, one_blas_thread
 from ..kernels.blocks import SPARSE, block, block_by_columns, columns_of
-from .smo import TAU, compute_rho, pair_step
+from .ovo_folds import one_fold
+from .pair_smo import _violation, pair_smo
+from .smo import compute_rho
 
 #: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
 BATCH_ENTRIES = 4_000_000
@@ -69,22 +71,6 @@ def plan(counts, pairs, eligible, cache_size, workers):
 
 
 @njit(cache=True, nogil=True)
-def _violation(y, G, alpha, U):
-    """max_{I_up} -y G - min_{I_low} -y G (the stopping measure), 0 if a set is empty."""
-    gmax = -np.inf
-    gmin = np.inf
-    for t in range(y.shape[0]):
-        s = -y[t] * G[t]
-        if (y[t] > 0 and alpha[t] < U[t]) or (y[t] < 0 and alpha[t] > 0.0):
-            gmax = max(gmax, s)
-        if (y[t] > 0 and alpha[t] > 0.0) or (y[t] < 0 and alpha[t] < U[t]):
-            gmin = min(gmin, s)
-    if gmax == -np.inf or gmin == np.inf:
-        return 0.0
-    return max(gmax - gmin, 0.0)
-
-
-@njit(cache=True, nogil=True)
 def _class_blocks(c0, c1, cstart, order, bd, doff, diag):
     """The diagonal blocks K(X_c, X_c) of classes c0..c1-1 into ``diag`` (flat, at ``doff[c]``);
     ``bd`` is the :class:`maxmargin.kernels.blocks.BlockData` as a tuple."""
@@ -103,147 +89,6 @@ def _class_blocks(c0, c1, cstart, order, bd, doff, diag):
             block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, r, cptr, crow, cval, sqc, out)
         else:
             block(bd, r, r, out)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row(i, na, Da, Db, off, offT):
-    """Row i of the pair's Gram matrix as its two class segments (no copy)."""
-    if i < na:
-        return Da[i], off[i]
-    return offT[i - na], Db[i - na]
-
-
-@njit(cache=True, nogil=True)
-def _shrink(act, m, na, U, alpha, G):
-    """LIBSVM's shrinking rule on the active list ``act[:m]``: a variable at a bound whose
-    gradient says it stays there leaves the selection (not the gradient update, which
-    covers every variable: the Gram matrix is in memory, so nothing is rebuilt later).
-    Returns the new active count (the list stays in increasing order)."""
-    gmax1 = -np.inf  # max over I_up of -y G
-    gmax2 = -np.inf  # max over I_low of y G
-    for k in range(m):
-        t = act[k]
-        if t < na:
-            if alpha[t] < U[t]:
-                gmax1 = max(gmax1, -G[t])
-            if alpha[t] > 0.0:
-                gmax2 = max(gmax2, G[t])
-        else:
-            if alpha[t] > 0.0:
-                gmax1 = max(gmax1, G[t])
-            if alpha[t] < U[t]:
-                gmax2 = max(gmax2, -G[t])
-    keep = 0
-    for k in range(m):
-        t = act[k]
-        out = False
-        if alpha[t] >= U[t]:
-            out = (-G[t] > gmax1) if t < na else (-G[t] > gmax2)
-        elif alpha[t] <= 0.0:
-            out = (G[t] > gmax2) if t < na else (G[t] > gmax1)
-        if not out:
-            act[keep] = t
-            keep += 1
-    return keep
-
-
-@njit(cache=True, nogil=True)
-def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
-    """WSS3 SMO (seed 001's clipped pair step, :func:`maxmargin.solvers.smo.pair_step`)
-    on one pair whose Gram matrix is held as class blocks: rows ``0..na-1`` are class
-    a (y = +1), with kernel rows ``[Da[i], off[i]]``; rows ``na..`` class b (y = -1),
-    ``[offT[i - na], Db[i - na]]``.  The gradient ``G`` and ``alpha`` are updated in
-    place.  With ``shrinking`` the selection looks at the active variables only
-    (:func:`_shrink` every ``min(n, 1000)`` steps) and, once they are optimal, at all
-    of them again.  Returns the number of steps."""
-    na = Da.shape[0]
-    nb = Db.shape[0]
-    n = na + nb
-    QD = np.empty(n)
-    for t in range(na):
-        QD[t] = Da[t, t]
-    for t in range(nb):
-        QD[na + t] = Db[t, t]
-    act = np.arange(n)
-    m = n
-    period = min(n, 1000)
-    counter = period
-    it = 0
-    while it < max_iter:
-        if shrinking:
-            counter -= 1
-            if counter <= 0:
-                counter = period
-                m = _shrink(act, m, na, U, alpha, G)
-        # i: the maximal -y G over I_up
-        gmax = -np.inf
-        i = -1
-        for k in range(m):
-            t = act[k]
-            if t < na:
-                if alpha[t] < U[t] and -G[t] >= gmax:
-                    gmax = -G[t]
-                    i = t
-            elif alpha[t] > 0.0 and G[t] >= gmax:
-                gmax = G[t]
-                i = t
-        j = -1
-        gmax2 = -np.inf
-        if i >= 0:
-            Li, Ri = _row(i, na, Da, Db, off, offT)
-            QDi = QD[i]
-            # j: the second-order choice over I_low (Fan, Chen & Lin 2005)
-            best = np.inf
-            for k in range(m):
-                t = act[k]
-                if t < na:
-                    if alpha[t] <= 0.0:
-                        continue
-                    v = G[t]
-                    kit = Li[t]
-                else:
-                    if alpha[t] >= U[t]:
-                        continue
-                    v = -G[t]
-                    kit = Ri[t - na]
-                gmax2 = max(gmax2, v)
-                b = gmax + v
-                if b > 0.0:
-                    a = QDi + QD[t] - 2.0 * kit
-                    obj = -(b * b) / (a if a > 0.0 else TAU)
-                    if obj <= best:
-                        best = obj
-                        j = t
-        if i < 0 or j < 0 or gmax + gmax2 < tol:
-            if m == n:
-                break
-            m = n  # optimal on the active set: look at every variable again
-            for t in range(n):
-                act[t] = t
-            counter = period
-            continue
-        Li, Ri = _row(i, na, Da, Db, off, offT)
-        Lj, Rj = _row(j, na, Da, Db, off, offT)
-        Kij = Li[j] if j < na else Ri[j - na]
-        yi = 1.0 if i < na else -1.0
-        yj = 1.0 if j < na else -1.0
-        quad = QD[i] + QD[j] - 2.0 * Kij
-        if quad <= 0.0:
-            quad = TAU
-        old_ai = alpha[i]
-        old_aj = alpha[j]
-        ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
-        alpha[i] = ai
-        alpha[j] = aj
-        dai = (ai - old_ai) * yi
-        daj = (aj - old_aj) * yj
-        for t in range(na):
-            G[t] += Li[t] * dai + Lj[t] * daj
-        Gb = G[na:]
-        for t in range(nb):
-            Gb[t] -= Ri[t] * dai + Rj[t] * daj
-        it += 1
-    return it
 
 
 @njit(cache=True, nogil=True)
@@ -265,12 +110,17 @@ def _solve_pairs(
     alpha_out,
     G_out,
     res,
+    fold_of,
+    n_folds,
+    cv_out,
 ):
     """Pairs p0..p1-1: the off-diagonal class block, SMO, offset and objective.
 
-    ``res[p] = (rho, objective, iterations, violation)``; the multipliers and the
+    ``res[p] = (rho, objective, iterations, violation, fold iterations)``; the multipliers and the
     gradient of pair p go to ``alpha_out``/``G_out`` at ``aoff[p]`` (rows of class a
-    first, then b, each in the order of ``order``)."""
+    first, then b, each in the order of ``order``).  With ``n_folds > 0`` the pair's
+    cross-validation folds follow on the same blocks (:func:`maxmargin.solvers.ovo_folds.one_fold`;
+    ``fold_of``: each row's fold, same layout), their held-out decision values into ``cv_out``."""
     mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     cur = -1
     cptr = np.zeros(1, dtype=np.int64)
@@ -320,6 +170,12 @@ def _solve_pairs(
         res[p, 1] = 0.5 * obj
         res[p, 2] = it
         res[p, 3] = _violation(y, G, alpha, U)
+        fold_its = 0
+        for f in range(n_folds):
+            fold_its += one_fold(
+                Da, Db, off, offT, U, alpha, fold_of[o : o + n], f, tol, max_iter, shrinking, cv_out[o : o + n]
+            )
+        res[p, 4] = fold_its
 
 
 def _batches(sizes, entries):
@@ -410,7 +266,18 @@ def layout(y_idx, C, pairs):
 
 
 def solve_pairs(
-    bd, y_idx, C, pairs, tol=1e-3, max_iter=-1, shrinking=True, workers=None, time_limit=None, on_batch=None
+    bd,
+    y_idx,
+    C,
+    pairs,
+    tol=1e-3,
+    max_iter=-1,
+    shrinking=True,
+    workers=None,
+    time_limit=None,
+    on_batch=None,
+    folds=None,
+    n_folds=0,
 ):
     """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
 
@@ -423,6 +290,11 @@ def solve_pairs(
     ('converged', or 'time_limit' with the unsolved pairs' ``alpha`` None).
     ``on_batch(p0, p1)``, if given, is called (on the worker's thread) when the pairs
     ``p0 .. p1-1`` are solved; returning False stops as a time limit does (status 'callback').
+
+    ``folds`` (per pair, each row's cross-validation fold in 0..n_folds-1, in the order of
+    ``rows``) adds each pair's ``n_folds``-fold cross-validation, warm-started from its
+    solution (:mod:`maxmargin.solvers.ovo_folds`): ``cv`` (per pair, the held-out decision
+    values in the order of ``rows``; None for a pair not solved) and ``cv_iter``.
     """
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
@@ -431,7 +303,14 @@ def solve_pairs(
     diag = np.empty(int(doff[-1]))
     alpha = np.zeros(int(aoff[-1]))
     grad = np.zeros(int(aoff[-1]))
-    res = np.full((len(pairs), 4), np.nan)
+    res = np.full((len(pairs), 5), np.nan)
+    if folds is not None and n_folds > 0:
+        fold_of = np.ascontiguousarray(np.concatenate(folds), dtype=np.int64)
+        if fold_of.shape[0] != aoff[-1]:
+            raise ValueError("folds must give one fold per row of every pair")
+    else:
+        fold_of, n_folds = np.zeros(int(aoff[-1]), dtype=np.int64), 0
+    cv = np.zeros(int(aoff[-1]))
     done = np.zeros(len(pairs), dtype=bool)
     limit = NO_LIMIT if max_iter is None or max_iter < 0 else int(max_iter)
     workers = workers or cores()
@@ -467,6 +346,9 @@ def solve_pairs(
             alpha,
             grad,
             res,
+            fold_of,
+            int(n_folds),
+            cv,
         )
         done[p0:p1] = True
         if on_batch is not None and on_batch(p0, p1) is False:
@@ -475,7 +357,8 @@ def solve_pairs(
     with one_blas_thread():
         why = _run_batches(classes, _batches(list(sizes_sq), BATCH_ENTRIES), workers, stop)
         if why is None:
-            why = _run_batches(some_pairs, _batches(list(n_pair.astype(np.int64) ** 2), BATCH_ENTRIES), workers, stop)
+            work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))
+            why = _run_batches(some_pairs, _batches(list(work), BATCH_ENTRIES), workers, stop)
     rows = [np.concatenate([order[cstart[a] : cstart[a + 1]], order[cstart[b] : cstart[b + 1]]]) for a, b in pairs]
     return {
         "rows": rows,
@@ -486,5 +369,7 @@ def solve_pairs(
         "objective": res[:, 1],
         "n_iter": res[:, 2],
         "violation": res[:, 3],
+        "cv": [cv[aoff[p] : aoff[p + 1]] if done[p] and n_folds else None for p in range(len(pairs))],
+        "cv_iter": res[:, 4],
         "status": why or "converged",
     }

@@ -1,13 +1,12 @@
-r"""The cross-validation folds of all one-vs-one problems (``probability=True``), in compiled code.
+r"""The cross-validation folds of a one-vs-one problem (``probability=True``), in compiled code.
 
 Platt's sigmoids need, per pair of classes, decision values that each point gets from a model
 trained without it: LIBSVM's 5-fold cross-validation, one permutation of the pair's rows per pair
-(:func:`maxmargin.probability.fold_plan`).  Where the pairs themselves were solved by
+(:func:`maxmargin.probability.fold_plan`).  Where the pairs are solved by
 :mod:`maxmargin.solvers.ovo` (their Gram matrices fit in memory as class blocks), so are their
-folds, here, without a Python call per fold:
+folds, by :func:`one_fold`, called right after the pair's own solve with the same blocks (no
+kernel value computed twice, no Python call per fold):
 
-* the class blocks :math:`K(X_c, X_c)` are computed once, as for the fit, and each pair's
-  off-diagonal block once for its five folds;
 * fold :math:`f`'s problem is the pair's dual on the rows outside fold :math:`f`, solved on the
   pair's blocks as they are: the held-out rows get the upper bound 0, which keeps their
   multipliers at 0 and them out of SMO's selection and stopping test (no copy of any block);
@@ -15,7 +14,7 @@ folds, here, without a Python call per fold:
   :math:`y^T\alpha = 0` restored by taking the excess from the side that has too much, in
   proportion to its multipliers (so zeros stay zero; :func:`maxmargin.solvers.smo.initial_alpha`'s
   rule), and the gradient :math:`Q\alpha - e` is formed from the blocks;
-* :func:`maxmargin.solvers.ovo.pair_smo` (WSS3, shrinking, the same stopping rule as every
+* :func:`maxmargin.solvers.pair_smo.pair_smo` (WSS3, shrinking, the same stopping rule as every
   SMO here) solves it, LIBSVM's rule gives the offset over the training rows, and the held-out
   rows' decision values :math:`\sum_s \alpha_s y_s K(x_t, x_s) - \rho` are read off the gradient,
   which SMO keeps for every row.
@@ -30,9 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._threads import cores, one_blas_thread
-from ..kernels.blocks import SPARSE, block, block_by_columns, columns_of
-from .ovo import BATCH_ENTRIES, NO_LIMIT, _batches, _class_blocks, _run_batches, layout, pair_smo
+from .pair_smo import pair_smo
 
 
 @njit(cache=True, nogil=True)
@@ -91,7 +88,7 @@ def _rho_on(train, na, G, alpha, U):
 
 
 @njit(cache=True, nogil=True)
-def _one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shrinking, dec):
+def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shrinking, dec):
     """Fold ``f`` of one pair (rows ``fold != f`` train, ``fold == f`` are held out); the held-out
     decision values go to ``dec`` (pair order).  Returns the SMO steps.
 
@@ -150,122 +147,3 @@ def _one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shr
         if not train[t]:
             dec[t] = (G[t] + 1.0 if t < na else -(G[t] + 1.0)) - rho
     return it
-
-
-@njit(cache=True, nogil=True)
-def _fold_pairs(
-    p0,
-    p1,
-    pa,
-    pb,
-    cstart,
-    order,
-    C,
-    bd,
-    doff,
-    diag,
-    tol,
-    max_iter,
-    shrinking,
-    aoff,
-    alpha_in,
-    fold_of,
-    n_folds,
-    dec,
-    its,
-):
-    """Pairs p0..p1-1: the off-diagonal block, then every fold (:func:`_one_fold`)."""
-    mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
-    for p in range(p0, p1):
-        a = pa[p]
-        b = pb[p]
-        ra = order[cstart[a] : cstart[a + 1]]
-        rb = order[cstart[b] : cstart[b + 1]]
-        na = ra.shape[0]
-        nb = rb.shape[0]
-        Da = diag[doff[a] : doff[a] + na * na].reshape((na, na))
-        Db = diag[doff[b] : doff[b] + nb * nb].reshape((nb, nb))
-        if mode == SPARSE:
-            cptr, crow, cval = columns_of(data, indices, indptr, n_features, ra)
-            sqa = np.empty(na)
-            for t in range(na):
-                sqa[t] = sq[ra[t]]
-            offT = np.empty((nb, na))
-            block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, rb, cptr, crow, cval, sqa, offT)
-            off = np.ascontiguousarray(offT.T)
-        else:
-            off = np.empty((na, nb))
-            block(bd, ra, rb, off)
-            offT = np.ascontiguousarray(off.T)
-        U = np.empty(na + nb)
-        for i in range(na):
-            U[i] = C[ra[i]]
-        for i in range(nb):
-            U[na + i] = C[rb[i]]
-        o = aoff[p]
-        alpha_pair = alpha_in[o : o + na + nb]
-        fold = fold_of[o : o + na + nb]
-        out = dec[o : o + na + nb]
-        total = 0
-        for f in range(n_folds):
-            total += _one_fold(Da, Db, off, offT, U, alpha_pair, fold, f, tol, max_iter, shrinking, out)
-        its[p] = total
-
-
-def cv_pairs(
-    bd, y_idx, C, pairs, alpha, folds, n_folds, tol=1e-3, max_iter=-1, shrinking=True, workers=None, on_batch=None
-):
-    """Held-out decision values of the one-vs-one problems ``pairs`` by cross-validation.
-
-    ``bd``, ``y_idx``, ``C``, ``pairs`` as for :func:`maxmargin.solvers.ovo.solve_pairs`; ``alpha[p]``
-    the full fit's multipliers of pair p and ``folds[p]`` each row's fold (0..n_folds-1), both in
-    that function's row order (class a's rows first, each class in increasing row order).
-    ``on_batch(p0, p1)`` is called when pairs p0..p1-1 are done.  Returns ``(dec, n_iter)``: per pair
-    the decision values in the same row order, and the SMO steps of its folds together.
-    """
-    lay = layout(y_idx, C, pairs)
-    alpha_in = np.ascontiguousarray(np.concatenate(alpha) if alpha else np.zeros(0), dtype=np.float64)
-    fold_of = np.ascontiguousarray(np.concatenate(folds) if folds else np.zeros(0), dtype=np.int64)
-    if alpha_in.shape[0] != lay.aoff[-1] or fold_of.shape[0] != lay.aoff[-1]:
-        raise ValueError("alpha and folds must follow the pairs' rows")
-    dec = np.zeros(int(lay.aoff[-1]))
-    its = np.zeros(len(pairs), dtype=np.int64)
-    limit = NO_LIMIT if max_iter is None or max_iter < 0 else int(max_iter)
-    workers = workers or cores()
-    diag = np.empty(int(lay.doff[-1]))
-
-    def classes(c0, c1):
-        _class_blocks(c0, c1, lay.cstart, lay.order, tuple(bd), lay.doff, diag)
-
-    def some_pairs(p0, p1):
-        _fold_pairs(
-            p0,
-            p1,
-            lay.pa,
-            lay.pb,
-            lay.cstart,
-            lay.order,
-            lay.C,
-            tuple(bd),
-            lay.doff,
-            diag,
-            float(tol),
-            limit,
-            bool(shrinking),
-            lay.aoff,
-            alpha_in,
-            fold_of,
-            int(n_folds),
-            dec,
-            its,
-        )
-        if on_batch is not None:
-            on_batch(p0, p1)
-
-    never = lambda: None  # noqa: E731 - folds are not stopped half-way (the fit they serve is done)
-    with one_blas_thread():
-        _run_batches(classes, _batches(list(lay.sizes_sq), BATCH_ENTRIES), workers, never)
-        _run_batches(
-            some_pairs, _batches(list(lay.n_pair.astype(np.int64) ** 2 * n_folds), BATCH_ENTRIES), workers, never
-        )
-    return [dec[lay.aoff[p] : lay.aoff[p + 1]] for p in range(len(pairs))], its
