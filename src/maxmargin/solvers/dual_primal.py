@@ -49,8 +49,42 @@ def _remaining(time_limit, t0):
     return max(float(time_limit) - (time.perf_counter() - t0), 0.0)
 
 
-def _switch(fit, max_iter, dual_epochs):
-    return fit.status == "max_iter" and int(max_iter) > dual_epochs
+def _dual_then_primal(
+    dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, max_iter, dual_epochs, parallel, watch, verbose
+):
+    """Run ``dual_solve(max_iter=cap, **watch)`` (the dual for at most ``dual_epochs`` epochs); if it stopped on
+    that cap while ``max_iter`` allows more, TRON from its ``w`` at ``tol_factor * tol``.  Returns the dual's
+    fit (``switched`` False) or ``(dual fit, TRON's fit, residuals y_i - w.x_i)`` after a switch."""
+    t0 = time.perf_counter()
+    fit = dual_solve(max_iter=min(int(max_iter), int(dual_epochs)), **watch)
+    fit.switched = False
+    if not (fit.status == "max_iter" and int(max_iter) > int(dual_epochs)):
+        return fit
+    primal = tron.solve(
+        ld,
+        y,
+        C,
+        kind=kind,
+        epsilon=float(epsilon),
+        tol=tol_factor * float(tol),
+        max_iter=max_iter,
+        w0=fit.w,
+        parallel=parallel,
+        callback=watch["callback"],
+        callback_info=watch["callback_info"],
+        time_limit=_remaining(watch["time_limit"], t0),
+        verbose=verbose,
+    )
+    return fit, primal, np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
+
+
+def _switched(fit, primal, dual):
+    out = dual_cd.LinearFit(
+        primal.w, dual, primal.objective, None, fit.n_iter + primal.n_iter, primal.violation, primal.status
+    )
+    out.switched = True
+    out.async_workers = getattr(fit, "async_workers", 1)
+    return out
 
 
 def l2_svc(
@@ -70,37 +104,32 @@ def l2_svc(
     """Squared-hinge classification: dual CD, then TRON if the dual used up ``dual_epochs`` (module docstring).
     ``dual_options`` go to :func:`~maxmargin.solvers.dual_cd.solve_svc`; ``parallel`` to TRON.  Returns a
     :class:`~maxmargin.solvers.dual_cd.LinearFit` with ``switched`` set."""
-    t0 = time.perf_counter()
-    cap = min(int(max_iter), int(dual_epochs))
     watch = dict(callback=callback, callback_info=callback_info, time_limit=time_limit)
-    fit = dual_cd.solve_svc(ld, y, C, squared=True, tol=tol, max_iter=cap, **watch, **dual_options)
-    fit.switched = False
-    if not _switch(fit, max_iter, dual_epochs):
-        return fit
-    primal = tron.solve(
+
+    def dual(**kw):
+        return dual_cd.solve_svc(ld, y, C, squared=True, tol=tol, **kw, **dual_options)
+
+    got = _dual_then_primal(
+        dual,
         ld,
         y,
         C,
-        kind="squared_hinge",
-        tol=0.1 * float(tol),
-        max_iter=max_iter,
-        w0=fit.w,
-        parallel=parallel,
-        callback=callback,
-        callback_info=callback_info,
-        time_limit=_remaining(time_limit, t0),
-        verbose=dual_options.get("verbose", False),
+        "squared_hinge",
+        0.0,
+        tol,
+        0.1,
+        max_iter,
+        dual_epochs,
+        parallel,
+        watch,
+        dual_options.get("verbose", False),
     )
+    if not isinstance(got, tuple):
+        return got
+    fit, primal, r = got
     y = np.asarray(y, dtype=np.float64)
-    C = np.asarray(C, dtype=np.float64)
-    xi = np.maximum(0.0, 1.0 - y * all_dots(primal.w, *ld.args()))
-    alpha = 2.0 * C * xi
-    out = dual_cd.LinearFit(
-        primal.w, alpha, primal.objective, None, fit.n_iter + primal.n_iter, primal.violation, primal.status
-    )
-    out.switched = True
-    out.async_workers = getattr(fit, "async_workers", 1)
-    return out
+    # y_i - w.x_i = y_i (1 - y_i w.x_i) for y_i = +-1: xi_i = max(0, y_i r_i)
+    return _switched(fit, primal, 2.0 * np.asarray(C, dtype=np.float64) * np.maximum(0.0, y * r))
 
 
 def l2_svr(
@@ -119,34 +148,28 @@ def l2_svr(
     **dual_options,
 ):
     """Squared epsilon-insensitive regression: dual CD, then TRON if the dual used up ``dual_epochs``."""
-    t0 = time.perf_counter()
-    cap = min(int(max_iter), int(dual_epochs))
     watch = dict(callback=callback, callback_info=callback_info, time_limit=time_limit)
-    fit = dual_cd.solve_svr(ld, y, C, epsilon, squared=True, tol=tol, max_iter=cap, **watch, **dual_options)
-    fit.switched = False
-    if not _switch(fit, max_iter, dual_epochs):
-        return fit
-    primal = tron.solve(
+
+    def dual(**kw):
+        return dual_cd.solve_svr(ld, y, C, epsilon, squared=True, tol=tol, **kw, **dual_options)
+
+    got = _dual_then_primal(
+        dual,
         ld,
         y,
         C,
-        kind="squared_epsilon_insensitive",
-        epsilon=float(epsilon),
-        tol=0.001 * float(tol),
-        max_iter=max_iter,
-        w0=fit.w,
-        parallel=parallel,
-        callback=callback,
-        callback_info=callback_info,
-        time_limit=_remaining(time_limit, t0),
-        verbose=dual_options.get("verbose", False),
+        "squared_epsilon_insensitive",
+        epsilon,
+        tol,
+        0.001,
+        max_iter,
+        dual_epochs,
+        parallel,
+        watch,
+        dual_options.get("verbose", False),
     )
-    y = np.asarray(y, dtype=np.float64)
-    C = np.asarray(C, dtype=np.float64)
-    r = y - all_dots(primal.w, *ld.args())
-    beta = 2.0 * C * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
-    out = dual_cd.LinearFit(
-        primal.w, beta, primal.objective, None, fit.n_iter + primal.n_iter, primal.violation, primal.status
-    )
-    out.switched = True
-    return out
+    if not isinstance(got, tuple):
+        return got
+    fit, primal, r = got
+    beta = 2.0 * np.asarray(C, dtype=np.float64) * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
+    return _switched(fit, primal, beta)

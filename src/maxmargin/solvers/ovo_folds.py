@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from .pair_smo import pair_smo
+from .smo import compute_rho
 
 
 @njit(cache=True, nogil=True)
@@ -49,42 +50,6 @@ def _restore_equality(alpha, na):
         keep = sa / sb
         for t in range(na, alpha.shape[0]):
             alpha[t] *= keep
-
-
-@njit(cache=True, nogil=True)
-def _rho_on(train, na, G, alpha, U):
-    """:func:`maxmargin.solvers.smo.compute_rho` over the rows with ``train`` set (y = +1 below ``na``)."""
-    ub = np.inf
-    lb = -np.inf
-    total = 0.0
-    n_free = 0
-    for t in range(G.shape[0]):
-        if not train[t]:
-            continue
-        yg = G[t] if t < na else -G[t]
-        y = 1.0 if t < na else -1.0
-        if alpha[t] >= U[t]:
-            if y < 0:
-                ub = min(ub, yg)
-            else:
-                lb = max(lb, yg)
-        elif alpha[t] <= 0.0:
-            if y > 0:
-                ub = min(ub, yg)
-            else:
-                lb = max(lb, yg)
-        else:
-            total += yg
-            n_free += 1
-    if n_free > 0:
-        return total / n_free
-    if np.isfinite(ub) and np.isfinite(lb):
-        return (ub + lb) / 2
-    if np.isfinite(ub):
-        return ub
-    if np.isfinite(lb):
-        return lb
-    return 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -142,7 +107,20 @@ def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shri
             for r in range(nb):
                 G[na + r] += a * Lb[r]
     it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
-    rho = _rho_on(train, na, G, alpha, U)
+    # LIBSVM's offset over the training rows (a held-out row, at alpha = 0 = U, would count as bounded)
+    yt = np.empty(ma + mb)
+    Gt = np.empty(ma + mb)
+    at = np.empty(ma + mb)
+    Ut = np.empty(ma + mb)
+    k = 0
+    for t in range(n):
+        if train[t]:
+            yt[k] = 1.0 if t < na else -1.0
+            Gt[k] = G[t]
+            at[k] = alpha[t]
+            Ut[k] = U[t]
+            k += 1
+    rho = compute_rho(yt, Gt, at, Ut)
     for t in range(n):
         if not train[t]:
             dec[t] = (G[t] + 1.0 if t < na else -(G[t] + 1.0)) - rho
