@@ -46,3 +46,15 @@ def kkt_violation(Q, p, y, upper, alpha):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def seed_liblinear(seed=1):
+    """LIBLINEAR shuffles with the C library's unseeded rand(): its result depends on every LIBLINEAR call
+    made before in the process, so on which tests ran first.  Seeding rand() makes each call the same
+    whatever ran before (Linux: liblinear's rand is the process's libc one)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).srand(seed)
+    except (OSError, AttributeError):  # pragma: no cover - no libc symbols: run unseeded
+        pass

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import seed_liblinear
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
 
@@ -39,6 +40,7 @@ def test_switched_classifier_matches_liblinear(sparse):
     assert est.n_iter_ > dual_primal.DUAL_EPOCHS  # the epochs and then the Newton iterations
     assert est.fit_status_ == 0
     assert np.isnan(est.duality_gap_).all()  # no dual certificate after a switch
+    seed_liblinear()
     m = liblinearutil.train(y, sp.csr_matrix(X), "-s 1 -c 1 -e 0.1 -B 1 -q")
     w_ll = np.r_[np.asarray(m.get_decfun()[0]), m.get_decfun()[1]]
     sign = 1.0 if m.get_labels()[0] == 1 else -1.0

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import seed_liblinear
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -113,6 +114,7 @@ def _agree_decisive(est, X, other):
 
 
 def _liblinear(X, y, solver, C=1.0, eps=1e-7, extra=""):
+    seed_liblinear()
     m = liblinearutil.train(
         np.asarray(y, dtype=float), sp.csr_matrix(X), f"-s {solver} -c {C} -e {eps} -B 1 -q {extra}"
     )
