@@ -49,16 +49,18 @@ def _remaining(time_limit, t0):
     return max(float(time_limit) - (time.perf_counter() - t0), 0.0)
 
 
-def _dual_then_primal(
-    dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, max_iter, dual_epochs, parallel, watch, verbose
-):
-    """Run ``dual_solve(max_iter=cap, **watch)`` (the dual for at most ``dual_epochs`` epochs); if it stopped on
-    that cap while ``max_iter`` allows more, TRON from its ``w`` at ``tol_factor * tol``.  Returns the dual's
-    fit (``switched`` False) or ``(dual fit, TRON's fit, residuals y_i - w.x_i)`` after a switch."""
+def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, recover, options):
+    r"""Run ``dual_solve(max_iter=cap, **watch)`` (the dual for at most ``dual_epochs`` epochs); if it stopped on
+    that cap while ``max_iter`` allows more, TRON from its ``w`` at ``tol_factor * tol``, and the dual variables
+    from ``recover(r)`` with the residuals :math:`r_i = y_i - w\cdot x_i`.  ``options``: ``max_iter``,
+    ``dual_epochs``, ``parallel``, ``verbose`` and the watch (``callback``, ``callback_info``, ``time_limit``).
+    Returns a :class:`~maxmargin.solvers.dual_cd.LinearFit` with ``switched`` set."""
     t0 = time.perf_counter()
-    fit = dual_solve(max_iter=min(int(max_iter), int(dual_epochs)), **watch)
+    max_iter, dual_epochs = int(options["max_iter"]), int(options["dual_epochs"])
+    watch = {k: options[k] for k in ("callback", "callback_info", "time_limit")}
+    fit = dual_solve(max_iter=min(max_iter, dual_epochs), **watch)
     fit.switched = False
-    if not (fit.status == "max_iter" and int(max_iter) > int(dual_epochs)):
+    if not (fit.status == "max_iter" and max_iter > dual_epochs):
         return fit
     primal = tron.solve(
         ld,
@@ -69,18 +71,15 @@ def _dual_then_primal(
         tol=tol_factor * float(tol),
         max_iter=max_iter,
         w0=fit.w,
-        parallel=parallel,
+        parallel=options["parallel"],
         callback=watch["callback"],
         callback_info=watch["callback_info"],
         time_limit=_remaining(watch["time_limit"], t0),
-        verbose=verbose,
+        verbose=options["verbose"],
     )
-    return fit, primal, np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
-
-
-def _switched(fit, primal, dual):
+    r = np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
     out = dual_cd.LinearFit(
-        primal.w, dual, primal.objective, None, fit.n_iter + primal.n_iter, primal.violation, primal.status
+        primal.w, recover(r), primal.objective, None, fit.n_iter + primal.n_iter, primal.violation, primal.status
     )
     out.switched = True
     out.async_workers = getattr(fit, "async_workers", 1)
@@ -104,32 +103,25 @@ def l2_svc(
     """Squared-hinge classification: dual CD, then TRON if the dual used up ``dual_epochs`` (module docstring).
     ``dual_options`` go to :func:`~maxmargin.solvers.dual_cd.solve_svc`; ``parallel`` to TRON.  Returns a
     :class:`~maxmargin.solvers.dual_cd.LinearFit` with ``switched`` set."""
-    watch = dict(callback=callback, callback_info=callback_info, time_limit=time_limit)
+    options = dict(
+        max_iter=max_iter,
+        dual_epochs=dual_epochs,
+        parallel=parallel,
+        callback=callback,
+        callback_info=callback_info,
+        time_limit=time_limit,
+        verbose=dual_options.get("verbose", False),
+    )
+    yy = np.asarray(y, dtype=np.float64)
+    CC = np.asarray(C, dtype=np.float64)
 
     def dual(**kw):
         return dual_cd.solve_svc(ld, y, C, squared=True, tol=tol, **kw, **dual_options)
 
-    got = _dual_then_primal(
-        dual,
-        ld,
-        y,
-        C,
-        "squared_hinge",
-        0.0,
-        tol,
-        0.1,
-        max_iter,
-        dual_epochs,
-        parallel,
-        watch,
-        dual_options.get("verbose", False),
+    # y_i - w.x_i = y_i (1 - y_i w.x_i) for y_i = +-1, so xi_i = max(0, y_i r_i) and alpha_i = 2 C_i xi_i
+    return _dual_then_primal(
+        dual, ld, y, C, "squared_hinge", 0.0, tol, 0.1, lambda r: 2.0 * CC * np.maximum(0.0, yy * r), options
     )
-    if not isinstance(got, tuple):
-        return got
-    fit, primal, r = got
-    y = np.asarray(y, dtype=np.float64)
-    # y_i - w.x_i = y_i (1 - y_i w.x_i) for y_i = +-1: xi_i = max(0, y_i r_i)
-    return _switched(fit, primal, 2.0 * np.asarray(C, dtype=np.float64) * np.maximum(0.0, y * r))
 
 
 def l2_svr(
@@ -148,28 +140,21 @@ def l2_svr(
     **dual_options,
 ):
     """Squared epsilon-insensitive regression: dual CD, then TRON if the dual used up ``dual_epochs``."""
-    watch = dict(callback=callback, callback_info=callback_info, time_limit=time_limit)
+    options = dict(
+        max_iter=max_iter,
+        dual_epochs=dual_epochs,
+        parallel=parallel,
+        callback=callback,
+        callback_info=callback_info,
+        time_limit=time_limit,
+        verbose=dual_options.get("verbose", False),
+    )
+    CC = np.asarray(C, dtype=np.float64)
 
     def dual(**kw):
         return dual_cd.solve_svr(ld, y, C, epsilon, squared=True, tol=tol, **kw, **dual_options)
 
-    got = _dual_then_primal(
-        dual,
-        ld,
-        y,
-        C,
-        "squared_epsilon_insensitive",
-        epsilon,
-        tol,
-        0.001,
-        max_iter,
-        dual_epochs,
-        parallel,
-        watch,
-        dual_options.get("verbose", False),
-    )
-    if not isinstance(got, tuple):
-        return got
-    fit, primal, r = got
-    beta = 2.0 * np.asarray(C, dtype=np.float64) * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
-    return _switched(fit, primal, beta)
+    def beta(r):  # beta_i = 2 C_i sign(r_i) max(0, |r_i| - epsilon)
+        return 2.0 * CC * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
+
+    return _dual_then_primal(dual, ld, y, C, "squared_epsilon_insensitive", epsilon, tol, 0.001, beta, options)
