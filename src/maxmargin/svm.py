@@ -1230,7 +1230,7 @@ class SVC(BaseSVMClassifier):
         """Whether the cross-validation folds of a binary problem on the rows ``X`` go to the batched solver
         (``solver='auto'`` only): where the folds are large enough for 'auto' to pick it and SMO's one kernel row
         at a time is dear -- sparse rows (a row is a merge per pair of rows) or many features.  Measured
-        (sparse40k, 8000 x 300 one-hot, 5 warm folds, ``/tmp/fold_b.py`` of session 5): SMO 6.7 s, batched
+        (session 5; sparse40k, 8000 x 300 one-hot, 5 warm folds, each solver timed alone): SMO 6.7 s, batched
         2.1 s; dense ijcnn1 (22 features): SMO 1.7 s (on one thread each; two folds at a time) against
         batched 1.5 s (on both threads), so thin dense data keep SMO."""
         if self.solver != "auto" or kern.name in ("precomputed", "callable"):
