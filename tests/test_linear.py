@@ -850,3 +850,17 @@ def test_tron_threads_match_serial(monkeypatch):
     monkeypatch.setattr(tron, "PARALLEL_STORED", 10**12)
     b = tron.solve(linear_data(X, 1.0), yr, C, kind="squared_epsilon_insensitive", epsilon=0.1, tol=1e-8)
     assert _rel(a.objective, b.objective) < 1e-8
+
+
+def test_thin_dense_data_go_to_csr_for_coordinate_descent_only():
+    """linear_data(..., rows_first=True) hands dense data of <= CD_CSR_MAX_FEATURES features to the CSR loops (the
+    faster layout for one-row updates); TRON's layout stays dense; the fits agree either way."""
+    from maxmargin.solvers._linear_common import CD_CSR_MAX_FEATURES, linear_data
+
+    X, y = _data(2, d=8)
+    assert not linear_data(X, 1.0, rows_first=True).dense and linear_data(X, 1.0).dense
+    wide = np.random.default_rng(0).normal(size=(20, CD_CSR_MAX_FEATURES + 1))
+    assert linear_data(wide, 1.0, rows_first=True).dense
+    a = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0).fit(X, y)
+    b = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)

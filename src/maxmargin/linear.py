@@ -401,7 +401,9 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                 ]
         else:
             targets = [1] if k == 2 else list(range(k))
-            ld = linear_data(X, bias) if solver != 5 else None
+            # the coordinate-descent solvers take thin dense data as CSR (CD_CSR_MAX_FEATURES); TRON keeps dense
+            ld = linear_data(X, bias, rows_first=solver in (1, 3)) if solver != 5 else None
+            dense_ld = None if sp.issparse(X) or solver != 1 else (lambda: linear_data(X, bias))
             cols = cd_l1.to_columns(X, bias) if solver == 5 else None
             threads = self._threads(len(targets))
 
@@ -426,6 +428,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         seed=s,
                         alpha0=prev_dual,
                         n_threads=self._async_threads(len(targets)),
+                        primal_data=dense_ld,
                         **opts,
                     )
                 if solver == 3:
@@ -559,12 +562,13 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
             raise ValueError("every sample has zero weight")
         n, nf = X.shape
         bias = self._bias()
-        ld = linear_data(X, bias)
+        ld = linear_data(X, bias, rows_first=solver in (12, 13))  # see LinearSVC.fit
+        dense_ld = None if sp.issparse(X) or solver != 12 else (lambda: linear_data(X, bias))
         Ci = float(self.C) * sw
         warm = self._warm((solver, bias, keep.shape[0]), n)
         opts = self._options(0, 1)
         with one_blas_thread():  # see _LinearSVMBase
-            fit = self._solve(solver, ld, y, Ci, warm, opts)
+            fit = self._solve(solver, ld, y, Ci, warm, opts, dense_ld)
         self._warm_state = {
             "key": (solver, bias, keep.shape[0]),
             "n": n,
@@ -578,7 +582,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         self.intercept_ = intercept if intercept is not None else 0.0
         return self
 
-    def _solve(self, solver, ld, y, Ci, warm, opts):
+    def _solve(self, solver, ld, y, Ci, warm, opts, dense_ld=None):
         if solver == 11:
             return tron.solve(
                 ld,
@@ -594,7 +598,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         beta0 = None if warm is None or warm["dual"] is None else warm["dual"]
         svr_options = dict(shrinking=self.shrinking, seed=self._seed(), beta0=beta0, **opts)
         if solver == 12:  # LIBLINEAR's -s 12: the dual, then the primal Newton method if it stalls
-            return dual_primal.l2_svr(ld, y, Ci, float(self.epsilon), **svr_options)
+            return dual_primal.l2_svr(ld, y, Ci, float(self.epsilon), primal_data=dense_ld, **svr_options)
         return dual_cd.solve_svr(ld, y, Ci, float(self.epsilon), squared=False, **svr_options)
 
     def __getstate__(self):

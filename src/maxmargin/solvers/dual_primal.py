@@ -53,7 +53,9 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     r"""Run ``dual_solve(max_iter=cap, **watch)`` (the dual for at most ``dual_epochs`` epochs); if it stopped on
     that cap while ``max_iter`` allows more, TRON from its ``w`` at ``tol_factor * tol``, and the dual variables
     from ``recover(r)`` with the residuals :math:`r_i = y_i - w\cdot x_i`.  ``options``: ``max_iter``,
-    ``dual_epochs``, ``parallel``, ``verbose`` and the watch (``callback``, ``callback_info``, ``time_limit``).
+    ``dual_epochs``, ``parallel``, ``verbose``, ``primal_data`` (None, or a callable giving the
+    :class:`~maxmargin.solvers._linear_common.LinearData` TRON runs on, where its layout differs) and the watch
+    (``callback``, ``callback_info``, ``time_limit``).
     Returns a :class:`~maxmargin.solvers.dual_cd.LinearFit` with ``switched`` set."""
     t0 = time.perf_counter()
     max_iter, dual_epochs = int(options["max_iter"]), int(options["dual_epochs"])
@@ -62,6 +64,8 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     fit.switched = False
     if not (fit.status == "max_iter" and max_iter > dual_epochs):
         return fit
+    if options.get("primal_data") is not None:
+        ld = options["primal_data"]()
     primal = tron.solve(
         ld,
         y,
@@ -98,6 +102,7 @@ def l2_svc(
     callback=None,
     callback_info=None,
     time_limit=None,
+    primal_data=None,
     **dual_options,
 ):
     """Squared-hinge classification: dual CD, then TRON if the dual used up ``dual_epochs`` (module docstring).
@@ -111,6 +116,7 @@ def l2_svc(
         callback_info=callback_info,
         time_limit=time_limit,
         verbose=dual_options.get("verbose", False),
+        primal_data=primal_data,
     )
     yy = np.asarray(y, dtype=np.float64)
     CC = np.asarray(C, dtype=np.float64)
@@ -137,6 +143,7 @@ def l2_svr(
     callback=None,
     callback_info=None,
     time_limit=None,
+    primal_data=None,
     **dual_options,
 ):
     """Squared epsilon-insensitive regression: dual CD, then TRON if the dual used up ``dual_epochs``."""
@@ -148,6 +155,7 @@ def l2_svr(
         callback_info=callback_info,
         time_limit=time_limit,
         verbose=dual_options.get("verbose", False),
+        primal_data=primal_data,
     )
     CC = np.asarray(C, dtype=np.float64)
 
