@@ -205,4 +205,27 @@ def _int32(X):
     return X
 
 
-LOADERS.update(pendigits=pendigits, letter26=letter26, text100=text100, sparse40k=sparse40k)
+def zipf50(n=20_000, n_test=5_000, d=30, k=50, seed=21):
+    """Imbalanced many classes: 50 Gaussian classes in 30-D with Zipf sizes (the largest
+    22% of the rows, the smallest 0.4%), centres N(0, 1.5^2), unit noise.  One large class
+    whose block does not fit in cache_size beside the others, and easy pairs (few SVs)."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, k + 1)
+    y = rng.choice(k, size=n + n_test, p=p / p.sum())
+    X = 1.5 * rng.normal(size=(k, d))[y] + rng.normal(size=(n + n_test, d))
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
+def easy20k(n=20_000, n_test=5_000, d=10, seed=22):
+    """Large but easy binary: two Gaussian clouds 3 apart in each of 10 dimensions, about 50
+    support vectors in 20k rows (the batched solver's q = 1024 rows of the first round were
+    most of its fit)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=n + n_test)
+    X = rng.normal(size=(n + n_test, d)) + 3.0 * y[:, None]
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
+LOADERS.update(
+    pendigits=pendigits, letter26=letter26, text100=text100, sparse40k=sparse40k, zipf50=zipf50, easy20k=easy20k
+)

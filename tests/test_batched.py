@@ -239,3 +239,48 @@ def test_nu_estimators_take_the_batched_solver(rng):
         NuSVC(solver="frank-wolfe").fit(X, y)
     with pytest.raises(ValueError, match="solver"):
         NuSVR(solver="subgradient").fit(Xr, yr)
+
+
+@pytest.mark.parametrize("form", [*sorted(FORMS), "nu"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_growing_working_set_reaches_the_qp_solution(rng, monkeypatch, form, sparse):
+    """Without working_set_size_ the set starts at START_SLOTS and doubles; made small here so that
+    it grows several times on a problem with many support vectors (C large, noisy labels)."""
+    from maxmargin.problem import nu_svc_problem
+
+    monkeypatch.setattr(batched, "START_SLOTS", 4)
+    monkeypatch.setattr(batched, "SV_PER_SLOT", 2)
+    X, y = _data(rng, n=240, sparse=sparse)
+    k = make_kernel("rbf", X=X, gamma=0.5)
+
+    def problem():
+        return nu_svc_problem(X, k, y, 0.4) if form == "nu" else FORMS[form](X, k, y, 10.0)
+
+    prob = problem()
+    sol = batched.solve(prob, tol=1e-8)
+    assert sol.converged
+    assert 4 < sol.extra["working_set_size"] <= 240
+    Q = prob.q_matrix()
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+    if form == "nu":  # two equality constraints: SMO's nu solver is the reference here
+        assert sol.objective == pytest.approx(smo.solve(problem(), tol=1e-8).objective, rel=1e-6)
+    else:
+        _, ref = qp_reference(Q, prob.p, y, prob.upper)
+        assert sol.objective == pytest.approx(ref, rel=1e-6)
+        assert kkt_violation(Q, prob.p, y, prob.upper, sol.alpha) < 1e-7
+
+
+def test_an_easy_problem_keeps_the_small_working_set(rng):
+    """Two far-apart clouds: a handful of support vectors, so the set never doubles (q would be
+    1024 from the start otherwise) and the solution is SMO's."""
+    n = 3000
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.normal(size=(n, 2)) + 3.0 * y[:, None]
+    k = make_kernel("linear", X=X)
+    sol = batched.solve(csvc_problem(X, k, y, 1.0), tol=1e-6)
+    assert sol.converged
+    assert sol.extra["working_set_size"] == batched.START_SLOTS
+    assert batched.working_set_size(n, n, 200.0) == 1024
+    ref = smo.solve(csvc_problem(X, k, y, 1.0), tol=1e-6)
+    assert sol.objective == pytest.approx(ref.objective, rel=1e-6)
+    assert np.count_nonzero(sol.alpha) < 10

@@ -139,9 +139,44 @@ def test_the_class_blocks_and_every_workers_blocks_fit_in_cache_size():
     pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
     everything = [True] * len(pairs)
     # 4 class blocks of 8e6 bytes + 2 workers x 16e6 bytes: 64e6 bytes = 61.04 MB
-    assert ovo.plan(counts, pairs, everything, 61.0, 2).sum() == 0
     assert ovo.plan(counts, pairs, everything, 61.1, 2).all()
+    # 3 of them (56e6 bytes = 53.4 MB) fit: the pairs among classes 0, 1, 2
+    chosen = ovo.plan(counts, pairs, everything, 61.0, 2)
+    assert [pairs[p] for p in np.flatnonzero(chosen)] == [(0, 1), (0, 2), (1, 2)]
+    assert ovo.plan(counts, pairs, everything, 53.3, 2).sum() == 1  # 2 classes: 46e6 bytes
     assert ovo.plan(counts, pairs, [False] * len(pairs), 1000, 2).sum() == 0
+
+
+def test_the_largest_classes_are_left_out_first():
+    """Imbalanced classes: one class too large to keep beside the others leaves only its own
+    pairs to the pair-by-pair route (all pairs went there before)."""
+    counts = np.array([300, 3000, 200, 250, 100])
+    pairs = [(a, b) for a in range(5) for b in range(a + 1, 5)]
+    chosen = ovo.plan(counts, pairs, [True] * len(pairs), 20.0, 2)
+    # 8 (300^2 + 200^2 + 250^2 + 100^2) + 2 x 16 x 300 x 250 bytes = 4.0 MB; class 1 adds 72 MB
+    assert [pairs[p] for p in np.flatnonzero(~chosen)] == [(0, 1), (1, 2), (1, 3), (1, 4)]
+    # a pair not eligible stays out, the rest of its classes' pairs stay in
+    eligible = [pr != (0, 2) for pr in pairs]
+    chosen = ovo.plan(counts, pairs, eligible, 20.0, 2)
+    assert not chosen[pairs.index((0, 2))] and chosen[pairs.index((0, 3))]
+
+
+def test_imbalanced_classes_split_between_the_routes_give_the_same_model(spy, monkeypatch):
+    import maxmargin.svm
+
+    monkeypatch.setattr(maxmargin.svm, "cores", lambda: 2)
+    rng = np.random.default_rng(3)
+    sizes = [700, 60, 50, 40, 30]
+    y = np.repeat(np.arange(5), sizes)
+    X = rng.normal(size=(y.size, 4)) + 1.5 * rng.normal(size=(5, 4))[y]
+    split = SVC(cache_size=7.0, tol=1e-9).fit(X, y)  # class 0 (700^2 doubles: 3.7 MB) is left out
+    assert spy == [6]
+    whole = SVC(cache_size=100.0, tol=1e-9).fit(X, y)
+    assert spy == [6, 10]
+    assert np.array_equal(split.support_, whole.support_)
+    np.testing.assert_allclose(split.dual_coef_, whole.dual_coef_, atol=1e-5)
+    np.testing.assert_allclose(split.intercept_, whole.intercept_, atol=1e-5)
+    assert np.array_equal(split.predict(X), whole.predict(X))
 
 
 def test_many_large_classes_keep_their_memory_bound(spy, monkeypatch):
@@ -149,10 +184,12 @@ def test_many_large_classes_keep_their_memory_bound(spy, monkeypatch):
 
     monkeypatch.setattr(maxmargin.svm, "cores", lambda: 2)
     X, y = blobs(n=1200, k=6)
-    SVC(cache_size=3).fit(X, y)  # 6 class blocks of 200^2 doubles: 1.9 MB, plus the workers' 2 x 1.3 MB
+    SVC(cache_size=1.5).fit(X, y)  # class blocks of 200^2 doubles (0.3 MB each), the workers' 2 x 0.6 MB
     assert spy == []
+    SVC(cache_size=3).fit(X, y)  # 5 of the 6 class blocks fit beside the workers' blocks
+    assert spy == [10]
     SVC(cache_size=10).fit(X, y)
-    assert spy == [15]
+    assert spy == [10, 15]
 
 
 def test_pair_fits_counts_every_worker():

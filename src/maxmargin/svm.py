@@ -554,19 +554,24 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             fits[p_no] = fit
             if folds is not None and res["cv"][k] is not None:
                 fit.cv_decision = res["cv"][k][perms[k]]
-        for p_no in range(len(pairs)):
-            if fits[p_no] is None:
-                rows, ysub = members[p_no]
-                options = self._solver_options(p_no, len(pairs))
-                report.problem_begin(p_no)
-                fits[p_no] = self._fit_pair(X, ysub, C_all[rows], kern, options, rows=rows)
-                report.problem_end(p_no)
+        rest = [p_no for p_no in range(len(pairs)) if fits[p_no] is None]
+        workers = self._pair_workers(members, None)
+        if rest and workers > 1:  # pairs too large for the memory left: on threads as usual
+            threaded = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers, rest)
+            return [fit if fit is not None else threaded[p_no] for p_no, fit in enumerate(fits)]
+        for p_no in rest:
+            rows, ysub = members[p_no]
+            options = self._solver_options(p_no, len(pairs))
+            report.problem_begin(p_no)
+            fits[p_no] = self._fit_pair(X, ysub, C_all[rows], kern, options, rows=rows)
+            report.problem_end(p_no)
         return fits
 
-    def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers):
+    def _fit_pairs_in_threads(self, X, members, C_all, kern, precomputed, workers, only=None):
         """The one-vs-one fits: pairs of at least ``AUTO_BATCHED_MIN_N`` points one
         after the other (their solver runs on every core), then the small ones on
-        ``workers`` threads with ``cache_size / workers`` each; returned in pair order."""
+        ``workers`` threads with ``cache_size / workers`` each; returned in pair order
+        (with ``only``, a list of pair numbers: those pairs, the others None)."""
         import threading
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -590,8 +595,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             report.problem_end(p_no)
             return fit
 
-        big = [p for p in range(n_pairs) if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
-        small = [p for p in range(n_pairs) if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
+        todo = range(n_pairs) if only is None else only
+        big = [p for p in todo if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
+        small = [p for p in todo if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
         fits = [None] * n_pairs
         for p_no in big:
             fits[p_no] = one(p_no, float(self.cache_size))

@@ -290,13 +290,9 @@ def _resolve_max_iter(max_iter):
 def _single_threaded_blas():
     """Context: BLAS on one thread (the per-column products are small; thread start-up and
     contention cost more than they bring)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
+    from .._threads import one_blas_thread
 
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    return one_blas_thread()
 
 
 def solve(

@@ -55,19 +55,39 @@ def pair_fits(n_pair, cache_size, workers):
 def plan(counts, pairs, eligible, cache_size, workers):
     """The pairs that go to :func:`solve_pairs` within ``cache_size`` MB: the diagonal class
     blocks are kept for the whole run (8 * sum n_c^2 bytes over the classes involved) and each
-    worker holds one pair's off-diagonal block and its transpose (16 n_a n_b bytes).  Returns
-    ``eligible`` when all of that fits, else no pair (the pair-by-pair route then bounds its
-    memory by its own row caches)."""
+    worker holds one pair's off-diagonal block and its transpose (16 n_a n_b bytes).
+
+    Classes join smallest first while all of that fits; the ``eligible`` pairs between classes
+    that joined are chosen.  The others (those of the largest classes, when a few large classes
+    would not fit beside the rest: imbalanced data) go pair by pair, whose memory their own row
+    caches bound."""
     chosen = [p for p, ok in enumerate(eligible) if ok]
+    out = np.zeros(len(pairs), dtype=bool)
     if not chosen:
-        return np.zeros(len(pairs), dtype=bool)
+        return out
     counts = np.asarray(counts, dtype=np.float64)
-    classes = sorted({c for p in chosen for c in pairs[p]})
-    diag = 8.0 * float(np.sum(counts[classes] ** 2))
-    worker = max(16.0 * counts[pairs[p][0]] * counts[pairs[p][1]] for p in chosen)
-    if diag + max(workers, 1) * worker > cache_size * 1024 * 1024:
-        return np.zeros(len(pairs), dtype=bool)
-    return np.asarray(eligible, dtype=bool)
+    partners = {}
+    for p in chosen:
+        a, b = pairs[p]
+        partners.setdefault(a, []).append(b)
+        partners.setdefault(b, []).append(a)
+    budget = cache_size * 1024 * 1024
+    workers = max(workers, 1)
+    joined = set()
+    diag = 0.0
+    worker = 0.0
+    for c in sorted(partners, key=lambda c: (counts[c], c)):
+        with_c = [counts[t] for t in partners[c] if t in joined]
+        widest = max(worker, 16.0 * counts[c] * max(with_c)) if with_c else worker
+        if diag + 8.0 * counts[c] ** 2 + workers * widest > budget:
+            break  # every later class is at least as large
+        joined.add(c)
+        diag += 8.0 * counts[c] ** 2
+        worker = widest
+    for p in chosen:
+        a, b = pairs[p]
+        out[p] = a in joined and b in joined
+    return out
 
 
 @njit(cache=True, nogil=True)
