@@ -226,6 +226,22 @@ def easy20k(n=20_000, n_test=5_000, d=10, seed=22):
     return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
 
 
+def classes300(per_class=20, n_test_per_class=5, d=20, k=300, seed=23):
+    """Very many small classes: 300 Gaussian classes of 20 rows in 20-D (44,850 one-vs-one
+    pairs of 40 rows each), where the per-pair work outside the solver decides."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(k), per_class + n_test_per_class)
+    X = 2.0 * rng.normal(size=(k, d))[y] + rng.normal(size=(y.size, d))
+    test = np.tile(np.arange(per_class + n_test_per_class) >= per_class, k)
+    return X[~test], y[~test], X[test], y[test], dict(C=1.0, gamma="scale")
+
+
 LOADERS.update(
-    pendigits=pendigits, letter26=letter26, text100=text100, sparse40k=sparse40k, zipf50=zipf50, easy20k=easy20k
+    pendigits=pendigits,
+    letter26=letter26,
+    text100=text100,
+    sparse40k=sparse40k,
+    zipf50=zipf50,
+    easy20k=easy20k,
+    classes300=classes300,
 )

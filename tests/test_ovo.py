@@ -224,3 +224,26 @@ def test_pairs_that_finished_before_a_stop_count_as_converged():
     assert fits[2].status == "time_limit" and fits[0].status == "converged"
     old = fits_from_pairs(res, C, kern, X, "smo")  # without tol: every pair of a stopped run
     assert not any(f.converged for f in old)
+
+
+@pytest.mark.parametrize("empty,named", [(0, ("a", "b")), (1, ("a", "b")), (2, ("a", "c"))])
+def test_a_class_left_without_weight_is_named(empty, named):
+    """The first pair, in LIBSVM's order, that lost a class to zero sample weights is named."""
+    X, y = blobs(n=90, k=3)
+    labels = np.array(["a", "b", "c"])[y]
+    w = np.where(y == empty, 0.0, 1.0)
+    with pytest.raises(ValueError, match=f"classes '{named[0]}' and '{named[1]}' do not both have samples left"):
+        SVC().fit(X, labels, sample_weight=w)
+
+
+def test_pair_members_are_each_pairs_rows_in_increasing_order():
+    rng = np.random.default_rng(4)
+    y_idx = rng.integers(4, size=60)
+    C = np.where(rng.random(60) < 0.2, 0.0, 1.0)
+    members, counts = ovo.pair_members(y_idx, C, 4)
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    assert np.array_equal(counts, np.bincount(y_idx[C > 0], minlength=4))
+    for (a, b), (rows, ysub) in zip(pairs, members):
+        expected = np.flatnonzero((C > 0) & np.isin(y_idx, [a, b]))
+        assert np.array_equal(rows, expected)
+        assert np.array_equal(ysub, np.where(y_idx[expected] == a, 1.0, -1.0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .base import BinaryFit, _is_linear
 
@@ -12,9 +13,14 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     :func:`maxmargin.solvers.ovo.solve_pairs` solved, with what :func:`fit_binary` adds
     (training decision values, ||w||, margin, primal objective, duality gap) computed
     for all pairs at once; each fit's arrays follow its rows in increasing order."""
-    sizes = np.array([r.shape[0] for r in res["rows"]], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    rows = np.concatenate(res["rows"]) if sizes.size else np.zeros(0, dtype=np.int64)
+    if "rows_flat" in res:
+        rows = res["rows_flat"]
+        starts = np.asarray(res["offsets"][:-1], dtype=np.int64)
+        sizes = np.diff(res["offsets"]).astype(np.int64)
+    else:
+        sizes = np.array([r.shape[0] for r in res["rows"]], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        rows = np.concatenate(res["rows"]) if sizes.size else np.zeros(0, dtype=np.int64)
     # y: +1 on the first class's rows (the first n_a of each pair as solve_pairs lays them out)
     n_a = np.asarray(res["n_first"], dtype=np.int64)
     pos = np.arange(rows.shape[0]) - np.repeat(starts, sizes)
@@ -46,39 +52,66 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     primal = 0.5 * w_sq + (np.add.reduceat(U * np.maximum(0.0, 1.0 - funct), starts) if sizes.size else 0.0)
     linear = _is_linear(kernel)
     status = res["status"]
+    # each pair's rows in increasing order: its two classes' rows (each increasing) merged
+    perm = np.empty(rows.shape[0], dtype=np.int64)
+    _merge_order(rows, starts, sizes, n_a, perm)
+    alpha_s, decision_s, coef_s, rows_s = alpha[perm], decision[perm], (alpha * y)[perm], rows[perm]
+    # Python floats once for all pairs (float() on NumPy scalars a pair at a time was most of the loop)
+    rho_l, obj_l, viol_l, margin_l = rho.tolist(), objective.tolist(), violation.tolist(), margin.tolist()
+    w_norm_l, primal_l, gap_l, iter_l = w_norm.tolist(), primal.tolist(), (primal + objective).tolist(), n_iter.tolist()
+    bounds = np.append(starts, starts[-1] + sizes[-1] if sizes.size else 0).tolist()
     fits = []
     for p in range(sizes.shape[0]):
-        sl = slice(starts[p], starts[p] + sizes[p])
-        order = np.argsort(rows[sl], kind="stable")
-        a_p = alpha[sl][order]
+        lo, hi = bounds[p], bounds[p + 1]
         # a run stopped early (time limit, callback) still has pairs that finished: those whose
         # violation is within tol (given) converged
-        finished = status == "converged" or (tol is not None and violation[p] <= tol)
+        finished = status == "converged" or (tol is not None and viol_l[p] <= tol)
         converged = finished and res["alpha"][p] is not None
         extra = dict(
-            margin=float(margin[p]),
-            w_norm=float(w_norm[p]),
+            margin=margin_l[p],
+            w_norm=w_norm_l[p],
             bias_rule="libsvm",
-            train_decision=decision[sl][order],
-            primal_objective=float(primal[p]),
-            duality_gap=float(primal[p] + objective[p]),
+            train_decision=decision_s[lo:hi],
+            primal_objective=primal_l[p],
+            duality_gap=gap_l[p],
         )
-        w = np.asarray(X[rows[sl][order]].T @ (a_p * y[sl][order])).ravel() if linear else None
+        coef = coef_s[lo:hi]
+        w = np.asarray(X[rows_s[lo:hi]].T @ coef).ravel() if linear else None
         fits.append(
             BinaryFit(
-                alpha=a_p,
-                rho=float(rho[p]),
-                objective=float(objective[p]),
-                n_iter=int(n_iter[p]),
-                violation=float(violation[p]),
+                alpha=alpha_s[lo:hi],
+                rho=rho_l[p],
+                objective=obj_l[p],
+                n_iter=iter_l[p],
+                violation=viol_l[p],
                 converged=bool(converged),
                 status="converged" if converged else status,
                 w=w,
                 extra=extra,
-                margin=float(margin[p]),
+                margin=margin_l[p],
                 formulation="l1",
                 solver=solver,
-                coef=a_p * y[sl][order],
+                coef=coef,
             )
         )
     return fits
+
+
+@njit(cache=True)
+def _merge_order(rows, starts, sizes, n_first, perm):
+    """``perm`` such that ``rows[perm]`` is increasing within every pair's segment, whose first
+    ``n_first[p]`` rows and the rest are each increasing (disjoint: two classes)."""
+    for p in range(starts.shape[0]):
+        i = starts[p]
+        i1 = i + n_first[p]
+        j = i1
+        j1 = starts[p] + sizes[p]
+        o = starts[p]
+        while i < i1 or j < j1:
+            if j >= j1 or (i < i1 and rows[i] < rows[j]):
+                perm[o] = i
+                i += 1
+            else:
+                perm[o] = j
+                j += 1
+            o += 1

@@ -285,6 +285,46 @@ def layout(y_idx, C, pairs):
     )
 
 
+@njit(cache=True)
+def _pair_rows(order, cstart, pa, pb, aoff, merged, rows, ysub):
+    """Per pair p, into ``rows[aoff[p]:aoff[p + 1]]``: the rows of class ``pa[p]`` then those of
+    ``pb[p]`` (:func:`solve_pairs`' layout), or with ``merged`` both merged in increasing order
+    (each class's rows are increasing in ``order``); ``ysub`` is +1 on class ``pa[p]``, -1 on ``pb[p]``."""
+    for p in range(pa.shape[0]):
+        o = aoff[p]
+        i, i1 = cstart[pa[p]], cstart[pa[p] + 1]
+        j, j1 = cstart[pb[p]], cstart[pb[p] + 1]
+        while i < i1 or j < j1:
+            take_a = j >= j1 or (i < i1 and (not merged or order[i] < order[j]))
+            if take_a:
+                rows[o] = order[i]
+                ysub[o] = 1.0
+                i += 1
+            else:
+                rows[o] = order[j]
+                ysub[o] = -1.0
+                j += 1
+            o += 1
+
+
+def pair_members(y_idx, C, n_classes):
+    """The one-vs-one problems (a, b), a < b in LIBSVM's order, as views into two flat arrays:
+    ``[(rows, ysub), ...]`` with each pair's rows (``C > 0``) in increasing order and ysub +1 on
+    class a; also the per-class row counts.  One compiled pass instead of a few NumPy calls a
+    pair (300 classes: 44,850 pairs, 0.3 s of Python before)."""
+    pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+    lay = layout(np.asarray(y_idx), C, pairs) if pairs else None
+    counts = np.bincount(np.asarray(y_idx)[np.asarray(C) > 0], minlength=n_classes)
+    if lay is None:
+        return [], counts
+    total = int(lay.aoff[-1])
+    rows = np.empty(total, dtype=np.int64)
+    ysub = np.empty(total)
+    _pair_rows(lay.order, lay.cstart, lay.pa, lay.pb, lay.aoff, True, rows, ysub)
+    bounds = lay.aoff.tolist()
+    return [(rows[bounds[p] : bounds[p + 1]], ysub[bounds[p] : bounds[p + 1]]) for p in range(len(pairs))], counts
+
+
 def solve_pairs(
     bd,
     y_idx,
@@ -304,7 +344,8 @@ def solve_pairs(
     ``bd`` is the :class:`maxmargin.kernels.blocks.BlockData` of the training data,
     ``y_idx`` the class index of each row, ``C`` the per-row upper bounds (rows
     with ``C <= 0`` take part in no problem).  Returns a dict of arrays:
-    ``rows`` (per pair, the data rows: class a first, ``n_first`` of them),
+    ``rows`` (per pair, the data rows: class a first, ``n_first`` of them; views into
+    ``rows_flat``, pair p at ``offsets[p]:offsets[p + 1]``),
     ``alpha``/``grad`` (per pair),
     ``rho``, ``objective``, ``n_iter``, ``violation``, and ``status``
     ('converged', or 'time_limit' with the unsolved pairs' ``alpha`` None).
@@ -379,9 +420,13 @@ def solve_pairs(
         if why is None:
             work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))
             why = _run_batches(some_pairs, _batches(list(work), BATCH_ENTRIES), workers, stop)
-    rows = [np.concatenate([order[cstart[a] : cstart[a + 1]], order[cstart[b] : cstart[b + 1]]]) for a, b in pairs]
+    rows_flat = np.empty(int(aoff[-1]), dtype=np.int64)
+    _pair_rows(order, cstart, pa, pb, aoff, False, rows_flat, np.empty(int(aoff[-1])))
+    bounds = aoff.tolist()
     return {
-        "rows": rows,
+        "rows": [rows_flat[bounds[p] : bounds[p + 1]] for p in range(len(pairs))],
+        "rows_flat": rows_flat,
+        "offsets": aoff,
         "n_first": counts[pa],
         "alpha": [alpha[aoff[p] : aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
         "grad": [grad[aoff[p] : aoff[p + 1]] if done[p] else None for p in range(len(pairs))],
