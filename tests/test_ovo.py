@@ -247,3 +247,20 @@ def test_pair_members_are_each_pairs_rows_in_increasing_order():
         expected = np.flatnonzero((C > 0) & np.isin(y_idx, [a, b]))
         assert np.array_equal(rows, expected)
         assert np.array_equal(ysub, np.where(y_idx[expected] == a, 1.0, -1.0))
+
+
+def test_predictions_in_row_blocks_equal_the_whole(monkeypatch):
+    """predict, predict_proba and the 'ovr' decision form the one-vs-one values a block of rows at
+    a time (memory: 8 k(k-1)/2 bytes a row); a block of 3 rows gives the same as one block."""
+    import maxmargin.svm
+
+    X, y = blobs(n=200, k=5)
+    m = SVC(probability=True, random_state=0).fit(X, y)
+    whole = (m.predict(X), m.predict_proba(X), m.decision_function(X))
+    monkeypatch.setattr(maxmargin.svm, "OVO_BLOCK_BYTES", 8 * 10 * 3)  # 10 pairs: 3 rows a block
+    blocks = (m.predict(X), m.predict_proba(X), m.decision_function(X))
+    assert np.array_equal(whole[0], blocks[0])
+    np.testing.assert_allclose(blocks[1], whole[1], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(blocks[2], whole[2], rtol=1e-12, atol=1e-12)
+    m.set_params(predict_from_proba=True)
+    assert np.array_equal(m.predict(X), np.argmax(whole[1], axis=1))

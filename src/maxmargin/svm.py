@@ -104,6 +104,9 @@ def _layout_folds(ysub, plan):
 
 #: the folds of a large binary problem go to the batched solver from this many features (see SVC._folds_batched)
 FOLDS_BATCHED_FEATURES = 64
+#: predict / predict_proba / the 'ovr' decision form the one-vs-one values of at most this many bytes
+#: at a time (rows in blocks; they take 8 k(k-1)/2 bytes a row for k classes)
+OVO_BLOCK_BYTES = 32 * 1024 * 1024
 
 _SCALE_ADVICE = "scale the features (StandardScaler, or --scale on the command line)"
 
@@ -754,9 +757,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         ):
             self.train_error_ = self._train_error_by_votes(X, y_idx, fits, members)
         else:
-            if dec is None:
-                dec = self._ovo_decision(X)
-            pred = self._predict_from_ovo(dec)
+            pred = self._predict_from_ovo(dec) if dec is not None else self._by_row_chunks(X, self._predict_from_ovo)
             self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
         warn_not_converged(self.tol, fits, stacklevel=4)
 
@@ -777,7 +778,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         rest = np.flatnonzero(wins < k - 1)
         if rest.size == 0:
             return 0.0
-        pred = self._predict_from_ovo(self._ovo_decision(X[rest]))
+        pred = self._by_row_chunks(X[rest], self._predict_from_ovo)
         return float(np.sum(pred != self.classes_[y_idx[rest]])) / n
 
     def _w_norm_of(self, fit, rows, ysub, C_all, X, kern):
@@ -926,7 +927,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         X = self._validate_for_predict(X)
         if not self._has_proba():
             raise NotFittedError("predict_proba is not available: the model was fitted with probability=False")
-        return self._proba_from_ovo(self._ovo_decision(X))
+        return self._by_row_chunks(X, self._proba_from_ovo)
 
     @available_if(_check_proba)
     def predict_log_proba(self, X):
@@ -986,12 +987,23 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if scaleout.is_dask(X):
             return scaleout.blockwise(self, "decision_function", X)
         X = self._validate_for_predict(X)
+        if self.classes_.shape[0] > 2 and self.decision_function_shape == "ovr":
+            return self._by_row_chunks(X, lambda dec: ovr_from_ovo(dec, self.classes_.shape[0]))
         dec = self._ovo_decision(X)
         if self.classes_.shape[0] == 2:
             return dec[:, 0]
-        if self.decision_function_shape == "ovr":
-            return ovr_from_ovo(dec, self.classes_.shape[0])
         return dec
+
+    def _by_row_chunks(self, X, reduce):
+        """``reduce(one-vs-one decision values)`` over blocks of rows of ``X``, stacked: with many
+        classes the values take 8 k(k-1)/2 bytes a row (300 classes: 359 KB; 14 GB for 40k rows),
+        so they are formed at most :data:`OVO_BLOCK_BYTES` at a time."""
+        n_pairs = max(self.classes_.shape[0] * (self.classes_.shape[0] - 1) // 2, 1)
+        rows = max(1, int(OVO_BLOCK_BYTES // (8 * n_pairs)))
+        n = X.shape[0]
+        if n <= rows:
+            return reduce(self._ovo_decision(X))
+        return np.concatenate([reduce(self._ovo_decision(X[s : s + rows])) for s in range(0, n, rows)])
 
     def _predict_from_ovo(self, dec):
         n_classes = self.classes_.shape[0]
@@ -1017,10 +1029,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if scaleout.is_dask(X):
             return scaleout.blockwise(self, "predict", X)
         X = self._validate_for_predict(X)
-        dec = self._ovo_decision(X)
         if self.predict_from_proba and self.probability and self._has_proba():
-            return self.classes_[np.argmax(self._proba_from_ovo(dec), axis=1)]
-        return self._predict_from_ovo(dec)
+            return self._by_row_chunks(X, lambda dec: self.classes_[np.argmax(self._proba_from_ovo(dec), axis=1)])
+        return self._by_row_chunks(X, self._predict_from_ovo)
 
     # ---------------------------------------------------------- properties
     @property
