@@ -264,3 +264,37 @@ def test_predictions_in_row_blocks_equal_the_whole(monkeypatch):
     np.testing.assert_allclose(blocks[2], whole[2], rtol=1e-12, atol=1e-12)
     m.set_params(predict_from_proba=True)
     assert np.array_equal(m.predict(X), np.argmax(whole[1], axis=1))
+
+
+def test_the_model_from_the_pairs_arrays_equals_the_one_from_their_fits(monkeypatch):
+    """The compiled pairs' fits come as flat arrays (PairFits) that _set_model reads directly; the
+    same fits as a plain list of BinaryFit objects give the same model, attribute by attribute."""
+    from maxmargin import formulations
+    from maxmargin.formulations.pairs import PairFits
+
+    X, y = blobs(n=240, k=6)
+    seen = []
+    original = formulations.fits_from_pairs
+
+    def spy_fits(*a, **kw):
+        out = original(*a, **kw)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(formulations, "fits_from_pairs", spy_fits)
+    fast = SVC(C=3.0).fit(X, y)
+    assert isinstance(seen[-1], PairFits)
+    monkeypatch.setattr(formulations, "fits_from_pairs", lambda *a, **kw: list(original(*a, **kw)))
+    slow = SVC(C=3.0).fit(X, y)
+    for name in ("support_", "n_support_", "dual_coef_", "intercept_", "n_iter_", "objective_", "duality_gap_"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+    for name in ("w_norm_", "margin_"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-12, err_msg=name)
+    assert (fast.fit_status_, fast.train_error_, fast.loo_bound_) == (
+        slow.fit_status_,
+        slow.train_error_,
+        slow.loo_bound_,
+    )
+    fits = seen[-1]
+    assert len(fits) == 15 and fits[3] is fits[3] and fits[-1] is fits[14]
+    assert np.array_equal(fits[3].coef, fits.arrays["coef"][fits.arrays["pair"] == 3])

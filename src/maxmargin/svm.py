@@ -573,8 +573,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             folds=folds,
             n_folds=probability.N_FOLDS if folds is not None else 0,
         )
-        fits = [None] * len(pairs)
         solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)
+        if folds is None and len(chosen) == len(pairs):
+            return solved  # every pair, in order: the model is set from its arrays (PairFits)
+        fits = [None] * len(pairs)
         for k, (p_no, fit) in enumerate(zip(chosen, solved)):
             fits[p_no] = fit
             if folds is not None and res["cv"][k] is not None:
@@ -675,23 +677,31 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         return out
 
     def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
-        for fit in fits:
-            if fit.alpha is None:
-                check_finite_solution(fit.w, fit.rho)
+        # the compiled pairs' fits carry their values as flat arrays (formulations.pairs.PairFits):
+        # no per-pair objects are built below (300 classes: 44,850 pairs)
+        arrays = getattr(fits, "arrays", None)
         n_classes = self.classes_.shape[0]
         n_pairs = len(pairs)
-        # every dual solution as one flat array (pair by pair), so that no step below
-        # loops over the pairs in Python with arrays of n entries (100 classes: 4950 pairs)
-        dual_pairs = [p for p, fit in enumerate(fits) if fit.alpha is not None]
-        if dual_pairs:
-            rows_all = np.concatenate([members[p][0] for p in dual_pairs])
-            alpha_all = np.concatenate([fits[p].alpha for p in dual_pairs])
-            coef_all = alpha_all * np.concatenate([members[p][1] for p in dual_pairs])
-            pair_all = np.repeat(np.array(dual_pairs), [members[p][0].shape[0] for p in dual_pairs])
+        if arrays is not None:
+            rows_all, alpha_all, coef_all, pair_all = arrays["rows"], arrays["alpha"], arrays["coef"], arrays["pair"]
+            rho = np.asarray(arrays["rho"], dtype=np.float64)
         else:
-            rows_all = pair_all = np.zeros(0, dtype=np.int64)
-            alpha_all = coef_all = np.zeros(0)
-        check_finite_solution(alpha_all, np.array([fit.rho for fit in fits]))
+            for fit in fits:
+                if fit.alpha is None:
+                    check_finite_solution(fit.w, fit.rho)
+            # every dual solution as one flat array (pair by pair), so that no step below
+            # loops over the pairs in Python with arrays of n entries (100 classes: 4950 pairs)
+            dual_pairs = [p for p, fit in enumerate(fits) if fit.alpha is not None]
+            if dual_pairs:
+                rows_all = np.concatenate([members[p][0] for p in dual_pairs])
+                alpha_all = np.concatenate([fits[p].alpha for p in dual_pairs])
+                coef_all = alpha_all * np.concatenate([members[p][1] for p in dual_pairs])
+                pair_all = np.repeat(np.array(dual_pairs), [members[p][0].shape[0] for p in dual_pairs])
+            else:
+                rows_all = pair_all = np.zeros(0, dtype=np.int64)
+                alpha_all = coef_all = np.zeros(0)
+            rho = np.array([fit.rho for fit in fits], dtype=np.float64)
+        check_finite_solution(alpha_all, rho)
         is_sv = np.zeros(n, dtype=bool)
         is_sv[rows_all[alpha_all > 0]] = True
         # support vectors ordered by class, then by index (LIBSVM / scikit-learn)
@@ -709,9 +719,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         r_sel, p_sel = rows_all[sel], pair_all[sel]
         # a support vector of class a sits in dual_coef_ row b-1 for pair (a, b), of class b in row a
         dual[np.where(y_idx[r_sel] == pa[p_sel], pb[p_sel] - 1, pa[p_sel]), spos[r_sel]] = coef_all[sel]
-        intercept = -np.array([fit.rho for fit in fits], dtype=np.float64)
+        intercept = -rho
         linear_w = None
-        for p_no, fit in enumerate(fits):
+        for p_no, fit in enumerate(fits if arrays is None else ()):
             if fit.alpha is None:
                 if linear_w is None:
                     linear_w = np.zeros((n_pairs, X.shape[1]))
@@ -724,24 +734,32 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self.dual_coef_ = dual
         self.intercept_ = intercept
         self._linear_w = linear_w
-        self.n_iter_ = np.array([f.n_iter for f in fits], dtype=np.int32)
-        self.objective_ = np.array([f.objective for f in fits])
-        gaps = [f.gap for f in fits]
-        gaps = [f.extra.get("duality_gap") if g is None else g for f, g in zip(fits, gaps)]
-        self.duality_gap_ = np.array([np.nan if g is None else g for g in gaps])
         self.shape_fit_ = X.shape
-        self.fit_status_ = 0 if all(f.converged for f in fits) else 1
         self.loo_bound_ = float(support.shape[0] / max(n, 1))
-        # geometric margin per binary problem: 1/||w||, ||w||^2 from the dual objective
-        self.w_norm_ = np.array(
-            [self._w_norm_of(fit, rows, ysub, C_all, X, kern) for fit, (rows, ysub) in zip(fits, members)]
-        )
-        margins = np.empty(len(fits))
-        for p_no, fit in enumerate(fits):
-            m = fit.extra.get("margin", getattr(fit, "margin", None))
-            wn = self.w_norm_[p_no]
-            margins[p_no] = float(m) if m is not None else (1.0 / wn if wn > 0 else np.inf)
-        self.margin_ = margins
+        if arrays is not None:
+            self.n_iter_ = np.asarray(arrays["n_iter"]).astype(np.int32)
+            self.objective_ = np.asarray(arrays["objective"], dtype=np.float64).copy()
+            self.duality_gap_ = np.asarray(arrays["gap"], dtype=np.float64).copy()
+            self.fit_status_ = 0 if bool(np.all(arrays["converged"])) else 1
+            self.w_norm_ = np.asarray(arrays["w_norm"], dtype=np.float64).copy()
+            self.margin_ = np.asarray(arrays["margin"], dtype=np.float64).copy()
+        else:
+            self.n_iter_ = np.array([f.n_iter for f in fits], dtype=np.int32)
+            self.objective_ = np.array([f.objective for f in fits])
+            gaps = [f.gap for f in fits]
+            gaps = [f.extra.get("duality_gap") if g is None else g for f, g in zip(fits, gaps)]
+            self.duality_gap_ = np.array([np.nan if g is None else g for g in gaps])
+            self.fit_status_ = 0 if all(f.converged for f in fits) else 1
+            # geometric margin per binary problem: 1/||w||, ||w||^2 from the dual objective
+            self.w_norm_ = np.array(
+                [self._w_norm_of(fit, rows, ysub, C_all, X, kern) for fit, (rows, ysub) in zip(fits, members)]
+            )
+            margins = np.empty(len(fits))
+            for p_no, fit in enumerate(fits):
+                m = fit.extra.get("margin", getattr(fit, "margin", None))
+                wn = self.w_norm_[p_no]
+                margins[p_no] = float(m) if m is not None else (1.0 / wn if wn > 0 else np.inf)
+            self.margin_ = margins
         dec = None
         if n_classes == 2 and len(fits) == 1 and members[0][0].shape[0] == n:
             # two classes and every row in the problem: the solver's training decision values
@@ -753,13 +771,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             dec is None
             and n_classes > 2
             and not (self.break_ties and self.decision_function_shape == "ovr")
-            and all(f.extra.get("train_decision") is not None for f in fits)
+            and (arrays is not None or all(f.extra.get("train_decision") is not None for f in fits))
         ):
             self.train_error_ = self._train_error_by_votes(X, y_idx, fits, members)
         else:
             pred = self._predict_from_ovo(dec) if dec is not None else self._by_row_chunks(X, self._predict_from_ovo)
             self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
-        warn_not_converged(self.tol, fits, stacklevel=4)
+        if arrays is None or not bool(np.all(arrays["converged"])):
+            warn_not_converged(self.tol, fits, stacklevel=4)
 
     def _train_error_by_votes(self, X, y_idx, fits, members):
         """The voting rule's training error, with kernel products only where needed.
@@ -772,7 +791,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         of every pair, computed from the support vectors."""
         n, k = X.shape[0], self.classes_.shape[0]
         rows = np.concatenate([r for r, _ in members])
-        first = np.concatenate([f.extra["train_decision"] for f in fits]) > 0  # the vote: first class
+        arrays = getattr(fits, "arrays", None)
+        decision = (
+            arrays["decision"] if arrays is not None else np.concatenate([f.extra["train_decision"] for f in fits])
+        )
+        first = decision > 0  # the vote: first class
         own_first = np.concatenate([ysub for _, ysub in members]) > 0
         wins = np.bincount(rows[first == own_first], minlength=n)
         rest = np.flatnonzero(wins < k - 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit
 
@@ -25,9 +27,19 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     n_a = np.asarray(res["n_first"], dtype=np.int64)
     pos = np.arange(rows.shape[0]) - np.repeat(starts, sizes)
     y = np.where(pos < np.repeat(n_a, sizes), 1.0, -1.0)
-    unsolved = [p for p, a in enumerate(res["alpha"]) if a is None]
-    alpha = np.concatenate([np.zeros(sizes[p]) if a is None else a for p, a in enumerate(res["alpha"])])
-    grad = np.concatenate([-np.ones(sizes[p]) if g is None else g for p, g in enumerate(res["grad"])])
+    if "alpha_flat" in res:  # flat arrays, pair p at starts[p]: no per-pair concatenation
+        solved = np.asarray(res["solved"], dtype=bool) & np.array([a is not None for a in res["alpha"]], dtype=bool)
+        unsolved = np.flatnonzero(~solved).tolist()
+        alpha = np.array(res["alpha_flat"], dtype=np.float64)
+        grad = np.array(res["grad_flat"], dtype=np.float64)
+        for p in unsolved:
+            alpha[starts[p] : starts[p] + sizes[p]] = 0.0
+            grad[starts[p] : starts[p] + sizes[p]] = -1.0
+    else:
+        solved = np.array([a is not None for a in res["alpha"]], dtype=bool)
+        unsolved = np.flatnonzero(~solved).tolist()
+        alpha = np.concatenate([np.zeros(sizes[p]) if a is None else a for p, a in enumerate(res["alpha"])])
+        grad = np.concatenate([-np.ones(sizes[p]) if g is None else g for p, g in enumerate(res["grad"])])
     rho = np.asarray(res["rho"], dtype=np.float64).copy()
     objective = np.asarray(res["objective"], dtype=np.float64).copy()
     violation = np.asarray(res["violation"], dtype=np.float64).copy()
@@ -60,13 +72,14 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     rho_l, obj_l, viol_l, margin_l = rho.tolist(), objective.tolist(), violation.tolist(), margin.tolist()
     w_norm_l, primal_l, gap_l, iter_l = w_norm.tolist(), primal.tolist(), (primal + objective).tolist(), n_iter.tolist()
     bounds = np.append(starts, starts[-1] + sizes[-1] if sizes.size else 0).tolist()
-    fits = []
-    for p in range(sizes.shape[0]):
+    # a run stopped early (time limit, callback) still has pairs that finished: those whose
+    # violation is within tol (given) converged
+    finished = np.full(sizes.shape[0], status == "converged") | (tol is not None and violation <= tol)
+    converged = finished & solved
+    conv_l = converged.tolist()
+
+    def build(p):
         lo, hi = bounds[p], bounds[p + 1]
-        # a run stopped early (time limit, callback) still has pairs that finished: those whose
-        # violation is within tol (given) converged
-        finished = status == "converged" or (tol is not None and viol_l[p] <= tol)
-        converged = finished and res["alpha"][p] is not None
         extra = dict(
             margin=margin_l[p],
             w_norm=w_norm_l[p],
@@ -77,24 +90,64 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
         )
         coef = coef_s[lo:hi]
         w = np.asarray(X[rows_s[lo:hi]].T @ coef).ravel() if linear else None
-        fits.append(
-            BinaryFit(
-                alpha=alpha_s[lo:hi],
-                rho=rho_l[p],
-                objective=obj_l[p],
-                n_iter=iter_l[p],
-                violation=viol_l[p],
-                converged=bool(converged),
-                status="converged" if converged else status,
-                w=w,
-                extra=extra,
-                margin=margin_l[p],
-                formulation="l1",
-                solver=solver,
-                coef=coef,
-            )
+        return BinaryFit(
+            alpha=alpha_s[lo:hi],
+            rho=rho_l[p],
+            objective=obj_l[p],
+            n_iter=iter_l[p],
+            violation=viol_l[p],
+            converged=conv_l[p],
+            status="converged" if conv_l[p] else status,
+            w=w,
+            extra=extra,
+            margin=margin_l[p],
+            formulation="l1",
+            solver=solver,
+            coef=coef,
         )
-    return fits
+
+    arrays = dict(
+        rows=rows_s,
+        alpha=alpha_s,
+        coef=coef_s,
+        decision=decision_s,
+        pair=np.repeat(np.arange(sizes.shape[0]), sizes),
+        rho=rho,
+        objective=objective,
+        n_iter=n_iter,
+        violation=violation,
+        gap=primal + objective,
+        w_norm=w_norm,
+        margin=margin,
+        converged=converged,
+    )
+    return PairFits(arrays, build, sizes.shape[0])
+
+
+class PairFits(Sequence):
+    """The fits of the pairs one :func:`~maxmargin.solvers.ovo.solve_pairs` call solved, as flat
+    arrays (``arrays``: per entry, pair by pair in increasing row order, ``rows``, ``alpha``,
+    ``coef``, ``decision``, ``pair``; per pair ``rho``, ``objective``, ``n_iter``, ``violation``,
+    ``gap``, ``w_norm``, ``margin``, ``converged``), with a :class:`BinaryFit` built when a pair
+    is indexed (and kept: attributes set on it stay).  The model is set from the arrays
+    (:meth:`maxmargin.svm.BaseSVMClassifier._set_model`): 300 classes are 44,850 pairs, whose
+    objects cost more than their solve."""
+
+    def __init__(self, arrays, build, n):
+        self.arrays = arrays
+        self._build = build
+        self._built = [None] * n
+
+    def __len__(self):
+        return len(self._built)
+
+    def __getitem__(self, p):
+        if isinstance(p, slice):
+            return [self[i] for i in range(*p.indices(len(self)))]
+        fit = self._built[p]
+        if fit is None:
+            fit = self._built[p] = self._build(p if p >= 0 else p + len(self))
+        return fit
 
 
 @njit(cache=True)
