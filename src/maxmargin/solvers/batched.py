@@ -2,8 +2,9 @@ r"""The batched working-set solver: decomposition with large working sets and BL
 
 Same problem and same stopping rule as :mod:`maxmargin.solvers.smo` (the
 maximal KKT violation :math:`\max_{I_{up}} -y_tG_t - \min_{I_{low}} -y_tG_t < tol`),
-but each *round* works on a working set :math:`B` of :math:`q` variables
-(64 to 1024, from ``n`` and ``cache_size``) instead of two:
+but each *round* works on a working set :math:`B` of up to :math:`q` variables
+(64 to 1024, from ``n`` and ``cache_size``) instead of two; it starts with
+:data:`START_SLOTS` of them and doubles as support vectors turn up:
 
 1. **select** the :math:`q/4` most violating variables not yet in :math:`B`
    (:math:`q` at the start), half from :math:`I_{up}` (largest :math:`-y_tG_t`)
@@ -64,10 +65,11 @@ INNER_TOL_FACTOR = 0.1
 EVICT_BOUND_FIRST = True
 #: the fraction of the working set that new violators replace each round
 NEW_FRACTION = 0.25
-#: the working set starts with this many slots and doubles (up to q) while more than half of its
-#: members are free support vectors: an easy problem (few support vectors, a few hundred SMO
-#: steps) is solved without computing q kernel rows it never needs; on a 6,569-row problem with
-#: 45 support vectors, q = 1024 from the start took 0.137 s and a growing set 0.04 s
+#: the working set starts with this many slots and doubles (up to q) after a round in which more
+#: than half of its members are free support vectors, or the nonzero multipliers number more than
+#: SV_PER_SLOT a slot: an easy problem (few support vectors, a few hundred SMO steps) is solved
+#: without computing q kernel rows it never needs (a 6,569-row problem with 45 support vectors:
+#: 0.116 s with q = 1024 from the start, 0.026 s growing), a hard one reaches q within a few rounds
 START_SLOTS = 64
 SV_PER_SLOT = 8
 
@@ -669,7 +671,7 @@ def _solve(
             last_report = now
             if verbose:
                 print(
-                    f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} active {act.size} q {q} "
+                    f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} active {act.size} q {qe} "
                     f"{now - t0:.1f}s"
                 )
             why = watch.check(n_iter, lambda: 0.5 * alpha @ (G + p), viol, alpha_sum=lambda: float(alpha.sum()))
