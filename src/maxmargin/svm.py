@@ -534,7 +534,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return none
         workers = cores()
         sizes = np.fromiter((rows.shape[0] for rows, _ in members), dtype=np.float64, count=len(members))
-        eligible = 8.0 * sizes * sizes * max(workers, 1) <= self.cache_size * 1024 * 1024  # ovo.pair_fits
+        eligible = ovo.pair_fits(sizes, self.cache_size, workers)  # elementwise over the pairs' sizes
         # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them;
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
         k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))

@@ -48,7 +48,7 @@ NO_LIMIT = 1 << 62
 
 def pair_fits(n_pair, cache_size, workers):
     """Whether a pair of ``n_pair`` rows is solved on its in-memory Gram matrix: every
-    worker holds one, within ``cache_size`` MB together."""
+    worker holds one, within ``cache_size`` MB together (``n_pair`` may be an array of sizes)."""
     return 8.0 * n_pair * n_pair * max(workers, 1) <= cache_size * 1024 * 1024
 
 
