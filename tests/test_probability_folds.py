@@ -14,6 +14,20 @@ def _bits(est):
     return [np.asarray(a).tobytes() for a in (est.dual_coef_, est.intercept_, est.probA_, est.probB_)]
 
 
+def _capture_cv(monkeypatch):
+    """Record (ysub, plan, held-out decision values) of every cv_decision_values call."""
+    captured = []
+    original = probability.cv_decision_values
+
+    def spy(fit_fold, Xs, ysub, kernel, rng, **kw):
+        dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
+        captured.append((ysub.copy(), kw["plan"], dec))
+        return dec
+
+    monkeypatch.setattr(probability, "cv_decision_values", spy)
+    return captured
+
+
 @pytest.mark.parametrize("kind", ["binary", "multi", "sparse"])
 def test_same_model_bit_for_bit_across_runs_and_threads(kind, monkeypatch):
     import numba
@@ -53,15 +67,7 @@ def test_fold_solutions_match_libsvm_on_each_fold(monkeypatch):
     """The warm-started folds with shared kernel rows solve the same problems as cold fits by
     LIBSVM (scikit-learn's SVC) on each fold's rows: the held-out decision values agree."""
     X, y = make_classification(400, 6, flip_y=0.05, random_state=3)
-    captured = []
-    original = probability.cv_decision_values
-
-    def spy(fit_fold, Xs, ysub, kernel, rng, **kw):
-        dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
-        captured.append((ysub.copy(), kw["plan"], dec))
-        return dec
-
-    monkeypatch.setattr(probability, "cv_decision_values", spy)
+    captured = _capture_cv(monkeypatch)
     maxmargin.SVC(C=2.0, gamma=0.3, tol=1e-7, probability=True, random_state=0).fit(X, y)
     ((ysub, plan, dec),) = captured
     # LIBSVM's folds: one permutation from random_state
@@ -104,15 +110,7 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
         return real_fit_binary(X_, y_, bounds, kern, formulation, solver, rows=rows, **options)
 
     monkeypatch.setattr(formulations, "fit_binary", spy_fit)
-    captured = []
-    original = probability.cv_decision_values
-
-    def spy_cv(fit_fold, Xs, ysub, kernel, rng, **kw):
-        dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
-        captured.append((ysub.copy(), kw["plan"], dec))
-        return dec
-
-    monkeypatch.setattr(probability, "cv_decision_values", spy_cv)
+    captured = _capture_cv(monkeypatch)
     est = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
     assert solvers == [("batched", True)] * probability.N_FOLDS  # five warm-started batched folds
     ((ysub, plan, dec),) = captured
