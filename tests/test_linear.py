@@ -864,3 +864,100 @@ def test_thin_dense_data_go_to_csr_for_coordinate_descent_only():
     a = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0).fit(X, y)
     b = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- prefetching (no effect on the iterates)
+
+
+def _planned(monkeypatch, plan):
+    """Every coordinate-descent loop prefetches by ``plan`` = (ahead, stages, entries), whatever the data size."""
+    from maxmargin.solvers import crammer_singer, dual_cd
+
+    for mod in (dual_cd, crammer_singer):
+        monkeypatch.setattr(mod, "prefetch_plan", lambda ld: plan)
+
+
+STAGED_PLANS = [(2, 1, 0), (3, 2, 3), (1, 3, 5), (7, 3, 2), (40, 2, 40)]
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr", "csr01"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"loss": "squared_hinge", "dual": True},
+        {"loss": "hinge", "dual": True},
+        {"multi_class": "crammer_singer"},
+    ],
+    ids=["l2", "l1", "cs"],
+)
+def test_staged_prefetch_leaves_iterates_unchanged(kw, layout, monkeypatch):
+    """The plain and staged prefetch schemes (prefetch_plan) only ask the memory system for lines: every
+    distance and stage count gives bit-identical weights and dual variables, including a distance longer than the
+    data (40 > active rows after shrinking) -- a prefetch beyond the visiting order must not read or write."""
+    X, y = _data(3, n=120, d=40, seed=3)
+    if layout == "csr01":
+        X = sp.csr_matrix((X > 0.3).astype(float))
+    elif layout == "csr":
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    fits = []
+    for plan in STAGED_PLANS:
+        _planned(monkeypatch, plan)
+        est = LinearSVC(tol=1e-5, max_iter=2000, random_state=0, **kw).fit(X, y)
+        fits.append((est.coef_.copy(), est.intercept_.copy(), est.n_iter_))
+    for coef, b, it in fits[1:]:
+        np.testing.assert_array_equal(coef, fits[0][0])
+        np.testing.assert_array_equal(b, fits[0][1])
+        np.testing.assert_array_equal(it, fits[0][2])
+
+
+@pytest.mark.parametrize("loss", ["epsilon_insensitive", "squared_epsilon_insensitive"])
+def test_staged_prefetch_leaves_svr_unchanged(loss, monkeypatch):
+    X, y = make_regression(150, 40, noise=1.0, random_state=2)
+    X[np.abs(X) < 0.5] = 0.0
+    for Xf in (X, sp.csr_matrix(X)):
+        fits = []
+        for plan in STAGED_PLANS:
+            _planned(monkeypatch, plan)
+            est = LinearSVR(loss=loss, dual=True, tol=1e-5, max_iter=5000, epsilon=0.1, random_state=0).fit(Xf, y)
+            fits.append(est.coef_.copy())
+        for coef in fits[1:]:
+            np.testing.assert_array_equal(coef, fits[0])
+
+
+def test_staged_prefetch_async_matches_liblinear(monkeypatch, async_everywhere):
+    """The asynchronous epochs with the staged scheme (all three stages) still end at LIBLINEAR's objective."""
+    from maxmargin.solvers._linear_common import linear_data
+
+    monkeypatch.setattr(async_everywhere, "prefetch_plan", lambda ld: (3, 3, 3))
+    X, y = _sparse_wide(seed=7)
+    yy = y.astype(float)
+    fit = async_everywhere.solve_svc(
+        linear_data(X, 1.0), yy, np.full(len(y), 0.5), tol=1e-6, max_iter=10**5, n_threads=2
+    )
+    assert fit.async_workers == 2 and fit.converged
+    m = _liblinear(X, y, 1, C=0.5, eps=1e-6)
+    W = np.ctypeslib.as_array(m.w, shape=(X.shape[1] + 1,)) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    theirs = primal_svc("l2", "squared_hinge", "ovr", X, y, W[:-1], W[-1], 0.5)[0]
+    assert _rel(fit.objective, theirs) < 1e-4
+
+
+def test_prefetch_plan_by_shape():
+    """Data that stay in cache: the plain scheme.  Large data: staged, with a longer distance for short rows, the
+    weight stage only when the weight vector is large, dense rows with their per-row arrays."""
+    from maxmargin.solvers._linear_common import PREFETCH_STAGED_BYTES, linear_data, prefetch_plan
+
+    rng = np.random.default_rng(0)
+    assert prefetch_plan(linear_data(sp.random(1000, 50, 0.2, format="csr", random_state=0), 1.0)) == (2, 1, 0)
+
+    def hashed(n, d, k):
+        cols = np.sort(rng.integers(0, d, size=(n, k)), axis=1)
+        return sp.csr_matrix((rng.random(n * k) + 0.5, cols.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
+
+    short_wide = prefetch_plan(linear_data(hashed(300_000, 1 << 20, 4), 1.0))
+    short_narrow = prefetch_plan(linear_data(hashed(300_000, 1000, 4), 1.0))
+    long_rows = prefetch_plan(linear_data(hashed(30_000, 1000, 150), 1.0))
+    assert short_wide[1] == 3 and short_narrow[1] == 2 and long_rows[1] == 2
+    assert short_narrow[0] > long_rows[0] >= 1 and all(p[2] > 0 for p in (short_wide, short_narrow, long_rows))
+    n = PREFETCH_STAGED_BYTES // (40 * 8) + 1
+    ahead, stages, entries = prefetch_plan(linear_data(rng.normal(size=(n, 40)), 1.0, rows_first=True))
+    assert stages == 2 and entries == ahead > 0

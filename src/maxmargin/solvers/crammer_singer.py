@@ -26,13 +26,44 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._linear_common import drive, prefetch_row, rand_below, rng_state, row_dot, row_sqnorms
+from ._linear_common import (
+    drive,
+    prefetch_plan,
+    prefetch_row,
+    prefetch_staged,
+    rand_below,
+    rng_state,
+    row_dot,
+    row_sqnorms,
+)
 
 INF = np.inf
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _epochs(Xd, data, indices, indptr, dense, nf, bias, y, C, A, alpha, W, index, istate, fstate, rng, tol, n_epochs):
+def _epochs(
+    Xd,
+    data,
+    indices,
+    indptr,
+    dense,
+    nf,
+    bias,
+    y,
+    C,
+    A,
+    alpha,
+    W,
+    index,
+    istate,
+    fstate,
+    rng,
+    tol,
+    n_epochs,
+    ahead,
+    stages,
+    entries,
+):
     """W: (k, n_weights) weights; alpha: (n, k).  istate = [iteration]; fstate = [violation].  0 when converged."""
     n = y.shape[0]
     k = W.shape[0]
@@ -49,8 +80,13 @@ def _epochs(Xd, data, indices, indptr, dense, nf, bias, y, C, A, alpha, W, index
         viol_max = 0.0
         for s in range(n):
             i = index[s]
-            if s + 2 < n:
-                prefetch_row(index[s + 2], Xd, data, indices, indptr, dense, nf)
+            if stages == 1:
+                if s + ahead < n:
+                    prefetch_row(index[s + ahead], Xd, data, indices, indptr, dense)
+            else:
+                prefetch_staged(
+                    index, s, n, ahead, stages, entries, Xd, data, indices, indptr, dense, False, W[0], A, C, y, A, A
+                )
             Ai = A[i]
             if Ai <= 0.0:
                 continue
@@ -177,9 +213,11 @@ def solve(
     fstate = np.array([INF])
     rng = rng_state(seed)
     args = ld.args()
+    ahead, stages, entries = prefetch_plan(ld)
+    stages = min(stages, 2)  # no weight stage: every class has weights of its own
 
     def step(k):
-        rc = _epochs(*args, y, C, A, alpha, W, index, istate, fstate, rng, float(tol), int(k))
+        rc = _epochs(*args, y, C, A, alpha, W, index, istate, fstate, rng, float(tol), int(k), ahead, stages, entries)
         return rc, istate[0]
 
     def report():
