@@ -15,10 +15,15 @@ and the Newton direction of the one-variable model :math:`L'_j d + \tfrac12 L''_
 :math:`d = -(L'_j+1)/L''_j` if :math:`L'_j + 1 < L''_j w_j`, :math:`-(L'_j-1)/L''_j` if
 :math:`L'_j - 1 > L''_j w_j`, else :math:`-w_j`.  A backtracking line search (halving, at most 20 times)
 accepts :math:`\lambda d` when :math:`F(w + \lambda d e_j) - F(w) \le \sigma\lambda(L'_j d + |w_j + d| - |w_j|)`
-with :math:`\sigma = 0.01`; the change of the loss is summed over column :math:`j`'s non-zeros only.
+with :math:`\sigma = 0.01`; the change of the loss is summed over column :math:`j`'s non-zeros only.  The full
+step is first tested with the bound :math:`L'_j d + (\sum_i C_i x_{ij}^2) d^2` on the loss change (it holds for
+every row, active or not): when the bound passes, so does the exact test, and the step is taken without that
+pass over the column (as LIBLINEAR does; most steps).
 
 Features are visited in a random order each epoch; shrinking drops a zero weight whose minimum-norm
-subgradient is zero with a margin of ``M/n`` (``M`` the largest violation of the previous epoch).  Stopping: the
+subgradient is zero with a margin of ``M/m`` (``M`` the largest violation of the previous epoch, ``m`` the number
+of weights).  LIBLINEAR divides by the number of samples instead; measured here (session 7), that took more
+epochs: a9a 9 against 6, a generated 50,001-word text set 121 against 111, and 20-40% more time.  Stopping: the
 sum of the violations (minimum-norm subgradients) of an epoch at most ``tol`` times that of the first epoch.
 """
 
@@ -35,7 +40,7 @@ INF = np.inf
 
 
 @njit(cache=True, nogil=True)
-def _epochs(cdata, cindices, cindptr, y, C, w, b, index, istate, fstate, rng, tol, n_epochs, shrinking):
+def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, rng, tol, n_epochs, shrinking):
     """istate = [active_size, iteration]; fstate = [Gmax_old, Gnorm1_init, violation]. Returns 0 when converged."""
     m = w.shape[0]
     active = istate[0]
@@ -92,6 +97,15 @@ def _epochs(cdata, cindices, cindptr, y, C, w, b, index, istate, fstate, rng, to
                 s += 1
                 continue
             delta = G * d + abs(wj + d) - abs(wj)
+            # the loss change is at most G d + xj_sq d^2 (xj_sq[j] = sum_i C_i x_ij^2 over all rows): when that
+            # bound already passes the test, the step is taken without a pass over the column (LIBLINEAR's rule)
+            if xj_sq[j] * d * d + G * d + abs(wj + d) - abs(wj) <= sigma * delta:
+                for p in range(cindptr[j], cindptr[j + 1]):
+                    i = cindices[p]
+                    b[i] -= d * y[i] * cdata[p]
+                w[j] = wj + d
+                s += 1
+                continue
             for _ls in range(20):
                 dl = 0.0
                 for p in range(cindptr[j], cindptr[j + 1]):
@@ -128,6 +142,21 @@ def _epochs(cdata, cindices, cindptr, y, C, w, b, index, istate, fstate, rng, to
     fstate[0] = g_max_old
     fstate[1] = g_norm1_init
     return 1
+
+
+@njit(cache=True, nogil=True)
+def _column_sq(cdata, cindices, cindptr, C):
+    r""":math:`\sum_i C_i x_{ij}^2` for every column :math:`j`: with it the line search's first test needs no pass
+    over the column."""
+    m = cindptr.shape[0] - 1
+    out = np.zeros(m)
+    for j in range(m):
+        t = 0.0
+        for p in range(cindptr[j], cindptr[j + 1]):
+            v = cdata[p]
+            t += C[cindices[p]] * v * v
+        out[j] = t
+    return out
 
 
 def to_columns(X, bias):
@@ -181,9 +210,12 @@ def solve(
         # relative stopping rule: the violations at w = 0, as a cold start measures them
         fstate[1] = float(np.maximum(np.abs(2.0 * (Xc.T @ (C * y))) - 1.0, 0.0).sum())
     rng = rng_state(seed)
+    xj_sq = _column_sq(cdata, cind, cptr, C)
 
     def step(k):
-        rc = _epochs(cdata, cind, cptr, y, C, w, b, index, istate, fstate, rng, float(tol), int(k), bool(shrinking))
+        rc = _epochs(
+            cdata, cind, cptr, y, C, xj_sq, w, b, index, istate, fstate, rng, float(tol), int(k), bool(shrinking)
+        )
         return rc, istate[1]
 
     def report():
