@@ -22,7 +22,9 @@ Datasets from ../shared/data (MAXMARGIN_DATA elsewhere): a9a (+ a9a.t), mushroom
 (+ ijcnn1.t), MNIST (first 20,000 training rows, scaled to [0, 1], the 10,000 test rows; 10 classes), ``bow``:
 a generated bag-of-words set, 200,000 x 50,000 (+ 50,000 test rows), ~50 non-zeros a row, and three generated
 shapes from ``datasets.py`` (fixed seeds): ``letter26`` (15,000 x 16 dense, unscaled 0..15, 26 classes),
-``text100`` (6,400 x 50,000 TF-IDF, 100 classes) and ``sparse40k`` (40,000 x 300 one-hot, 12 non-zeros a row).
+``text100`` (6,400 x 50,000 TF-IDF, 100 classes), ``sparse40k`` (40,000 x 300 one-hot, 12 non-zeros a row),
+``hashed300k`` (300,000 x 2**20, 4 hashed features a row) and ``tall200k`` (200,000 x 20 dense).  The other
+LIBLINEAR solvers (hinge, L1 penalty, Crammer-Singer, SVR) on these shapes: ``sweep_linear.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-SETS = ("a9a", "mushrooms", "ijcnn1", "mnist", "bow", "letter26", "text100", "sparse40k")
+SETS = ("a9a", "mushrooms", "ijcnn1", "mnist", "bow", "letter26", "text100", "sparse40k", "hashed300k", "tall200k")
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
 
@@ -100,8 +102,9 @@ def load(name):
         yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
     elif name == "bow":
         Xtr, ytr, Xte, yte = bag_of_words()
-    elif name in ("letter26", "text100", "sparse40k"):
-        # generated shapes (datasets.py): many classes dense, wide sparse text of 100 classes, very sparse rows
+    elif name in ("letter26", "text100", "sparse40k", "hashed300k", "tall200k"):
+        # generated shapes (datasets.py): many classes dense, wide sparse text of 100 classes, very sparse rows,
+        # 4 hashed features of 2**20 a row, tall thin dense rows
         import datasets
 
         Xtr, ytr, Xte, yte, _ = getattr(datasets, name)()

@@ -236,7 +236,35 @@ def classes300(per_class=20, n_test_per_class=5, d=20, k=300, seed=23):
     return X[~test], y[~test], X[test], y[test], dict(C=1.0, gamma="scale")
 
 
+def hashed300k(n=300_000, n_test=50_000, d=1 << 20, k=4, seed=32):
+    """Very sparse rows over a huge feature space (hashed categorical features, as click logs): 4 of 2**20
+    columns a row, values 1 (2 where two hashes collide), labels from planted weights plus logistic noise.  The
+    weight vector (8 MB) outgrows the per-core cache: every weight read is a miss of its own."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    cols = np.sort(rng.integers(0, d, size=(m, k)), axis=1)
+    X = sp.csr_matrix((np.ones(m * k), cols.ravel(), np.arange(0, m * k + 1, k)), shape=(m, d))
+    X.sum_duplicates()
+    s = X @ rng.normal(size=d) + rng.logistic(size=m)
+    y = np.where(s > 0, 1, -1)
+    return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
+
+
+def tall200k(n=200_000, n_test=50_000, d=20, seed=31):
+    """Tall and thin dense: 200k x 20 Gaussian rows, labels from a planted direction plus noise (overlapping
+    classes, ~45% of the rows support vectors).  32 MB of rows: the dual solvers' random visiting order misses the
+    cache on every row."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_test, d))
+    y = np.where(X @ rng.normal(size=d) + 1.5 * rng.normal(size=n + n_test) > 0, 1, -1)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
 LOADERS.update(
+    hashed300k=hashed300k,
+    tall200k=tall200k,
     pendigits=pendigits,
     letter26=letter26,
     text100=text100,
