@@ -880,6 +880,7 @@ def _planned(monkeypatch, plan):
 STAGED_PLANS = [(2, 1, 0), (3, 2, 3), (1, 3, 5), (7, 3, 2), (40, 2, 40)]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("layout", ["dense", "csr", "csr01"])
 @pytest.mark.parametrize(
     "kw",
