@@ -34,3 +34,16 @@ def parallel_and_serial(fn, **flags):
 def parallel(fn, **flags):
     """The parallel compiled version of ``fn`` under its own cache entry."""
     return njit(cache=True, parallel=True, **flags)(_renamed(fn, "_par"))
+
+
+def with_constants(fn, suffix, constants, **flags):
+    """``fn`` compiled (cached, under the name ``fn`` + ``suffix``) with the module globals ``constants`` replaced:
+    Numba reads globals as compile-time constants, so a branch on one is compiled away.  For hot loops whose
+    variants must not share code (see ``solvers.dual_cd._svc_epochs_csr``).  The copy sees the module's globals
+    as they are when this is called."""
+    g = _renamed(fn, suffix)
+    g = types.FunctionType(g.__code__, {**fn.__globals__, **constants}, g.__name__, g.__defaults__, g.__closure__)
+    g.__qualname__ = fn.__qualname__ + suffix
+    g.__doc__ = fn.__doc__
+    g.__module__ = fn.__module__
+    return njit(cache=True, **flags)(g)

@@ -241,16 +241,12 @@ def prefetch_csr(i, data, indices, indptr):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def prefetch_staged(
-    index, p, end, ahead, stages, entries, Xd, data, indices, indptr, dense, unit, w, r0, r1, r2, r3, r4
-):
+def prefetch_staged(index, p, end, ahead, stages, Xd, data, indices, indptr, dense, unit, w):
     """The staged scheme of :func:`prefetch_plan` for the positions after ``p`` of the visiting order ``index``
     (positions below ``end``): dense rows ``ahead`` positions on; CSR rows first their ``indptr`` entry
     (``stages * ahead`` on), then their values and column indices (``(stages - 1) * ahead`` on), and with
     ``stages`` = 3 the weights ``w`` the row ``ahead`` on touches -- each stage finds in cache what the one
-    before asked for; and the per-row arrays ``r0`` ... ``r4`` (labels, dual variables, diagonal, bounds, ...)
-    ``entries`` positions on: in a random order each is a cache miss of its own (on 200,000 rows, five such
-    reads cost more than the row itself: 82 ms an epoch against 37 ms with them prefetched)."""
+    before asked for.  The loops call :func:`prefetch_entries` beside it."""
     if dense:
         q = p + ahead
         if q < end:
@@ -278,6 +274,13 @@ def prefetch_staged(
                 lo = indptr[i]
                 for k in range(lo, min(indptr[i + 1], lo + 64)):
                     _prefetch(w, indices[k])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prefetch_entries(index, p, entries, end, r0, r1, r2, r3, r4):
+    """With the staged scheme: entry ``index[p + entries]`` of five per-row arrays (labels, dual variables,
+    diagonal, bounds, ...).  In a random order each is a cache miss of its own: on 200,000 rows, five such
+    reads cost more than the row itself (82 ms an epoch against 37 ms with them prefetched)."""
     q = p + entries
     if q < end:
         i = index[q]

@@ -28,6 +28,7 @@ from numba import njit
 
 from ._linear_common import (
     drive,
+    prefetch_entries,
     prefetch_plan,
     prefetch_row,
     prefetch_staged,
@@ -117,12 +118,11 @@ def _epochs(
         for s in range(n):
             i = index[s]
             if stages == 1:
-                if s + ahead < n:
-                    prefetch_row(index[s + ahead], Xd, data, indices, indptr, dense)
+                if s + 2 < n:
+                    prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
             else:
-                prefetch_staged(
-                    index, s, n, ahead, stages, entries, Xd, data, indices, indptr, dense, False, A, A, C, y, A, A
-                )
+                prefetch_staged(index, s, n, ahead, stages, Xd, data, indices, indptr, dense, False, A)
+                prefetch_entries(index, s, entries, n, A, C, y, A, A)
             Ai = A[i]
             if Ai <= 0.0:
                 continue

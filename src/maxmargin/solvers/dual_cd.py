@@ -40,11 +40,12 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .._jit import parallel
+from .._jit import parallel, with_constants
 from ._linear_common import (
     dense_dot,
     drive,
     prefetch_csr,
+    prefetch_entries,
     prefetch_plan,
     prefetch_row,
     prefetch_staged,
@@ -133,29 +134,11 @@ def _svc_epochs(
         while s < active:
             i = index[s]
             if stages == 1:
-                if s + ahead < active:
-                    prefetch_row(index[s + ahead], Xd, data, indices, indptr, dense)
+                if s + 2 < active:
+                    prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
             else:
-                prefetch_staged(
-                    index,
-                    s,
-                    active,
-                    ahead,
-                    stages,
-                    entries,
-                    Xd,
-                    data,
-                    indices,
-                    indptr,
-                    dense,
-                    False,
-                    w,
-                    y,
-                    alpha,
-                    diag,
-                    upper,
-                    QD,
-                )
+                prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
+                prefetch_entries(index, s, entries, active, y, alpha, diag, upper, QD)
             yi = y[i]
             a = alpha[i]
             G = yi * row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias) - 1.0 + diag[i] * a
@@ -212,7 +195,6 @@ def _svc_epochs(
     return 1
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
 def _svc_epochs_csr(
     data,
     indices,
@@ -256,30 +238,11 @@ def _svc_epochs_csr(
         s = 0
         while s < active:
             i = index[s]
-            if stages == 1:
-                if s + ahead < active:
-                    prefetch_csr(index[s + ahead], data, indices, indptr)
-            else:
-                prefetch_staged(
-                    index,
-                    s,
-                    active,
-                    ahead,
-                    stages,
-                    entries,
-                    NO_ROWS,
-                    data,
-                    indices,
-                    indptr,
-                    False,
-                    unit,
-                    w,
-                    y,
-                    alpha,
-                    diag,
-                    upper,
-                    QD,
-                )
+            if STAGED:
+                prefetch_staged(index, s, active, ahead, stages, NO_ROWS, data, indices, indptr, False, unit, w)
+                prefetch_entries(index, s, entries, active, y, alpha, diag, upper, QD)
+            elif s + 2 < active:
+                prefetch_csr(index[s + 2], data, indices, indptr)
             lo = indptr[i]
             hi = indptr[i + 1]
             yi = y[i]
@@ -348,6 +311,14 @@ def _svc_epochs_csr(
     return 1
 
 
+#: the CSR epochs compiled twice: the plain prefetch scheme (data that stay in cache) and the staged one.  With
+#: both in one function behind a runtime branch, a9a's epochs ran 7-18% slower although the staged branch never
+#: ran; ``STAGED`` is a compile-time constant of each copy (``_jit.with_constants``)
+STAGED = False
+_svc_epochs_csr_staged = with_constants(_svc_epochs_csr, "_staged", {"STAGED": True}, nogil=True, error_model="numpy")
+_svc_epochs_csr = with_constants(_svc_epochs_csr, "_plain", {"STAGED": False}, nogil=True, error_model="numpy")
+
+
 def _svc_async_epochs(
     Xd,
     data,
@@ -406,29 +377,11 @@ def _svc_async_epochs(
             while q < act:
                 i = index[lo + q]
                 if stages == 1:
-                    if lo + q + ahead < lo + act:
-                        prefetch_row(index[lo + q + ahead], Xd, data, indices, indptr, dense)
+                    if q + 2 < act:
+                        prefetch_row(index[lo + q + 2], Xd, data, indices, indptr, dense)
                 else:
-                    prefetch_staged(
-                        index,
-                        lo + q,
-                        lo + act,
-                        ahead,
-                        stages,
-                        entries,
-                        Xd,
-                        data,
-                        indices,
-                        indptr,
-                        dense,
-                        False,
-                        w,
-                        y,
-                        alpha,
-                        diag,
-                        upper,
-                        QD,
-                    )
+                    prefetch_staged(index, lo + q, lo + act, ahead, stages, Xd, data, indices, indptr, dense, False, w)
+                    prefetch_entries(index, lo + q, entries, lo + act, y, alpha, diag, upper, QD)
                 yi = y[i]
                 a = alpha[i]
                 if dense:
@@ -559,29 +512,11 @@ def _svr_epochs(
         while s < active:
             i = index[s]
             if stages == 1:
-                if s + ahead < active:
-                    prefetch_row(index[s + ahead], Xd, data, indices, indptr, dense)
+                if s + 2 < active:
+                    prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
             else:
-                prefetch_staged(
-                    index,
-                    s,
-                    active,
-                    ahead,
-                    stages,
-                    entries,
-                    Xd,
-                    data,
-                    indices,
-                    indptr,
-                    dense,
-                    False,
-                    w,
-                    y,
-                    beta,
-                    lam,
-                    upper,
-                    QD,
-                )
+                prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
+                prefetch_entries(index, s, entries, active, y, beta, lam, upper, QD)
             b = beta[i]
             U = upper[i]
             G = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias) - y[i] + lam[i] * b
@@ -831,7 +766,7 @@ def solve_svc(
                 *plan,
             )
         else:
-            code = _svc_epochs_csr(
+            code = (_svc_epochs_csr_staged if plan[1] > 1 else _svc_epochs_csr)(
                 ld.data,
                 ld.indices,
                 ld.indptr,
