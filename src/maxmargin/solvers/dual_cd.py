@@ -747,47 +747,12 @@ def solve_svc(
             k = int(k) - (int(istate[1]) - before)
             if k <= 0:
                 return 1, istate[1]
+        serial = (y, diag, upper, QD, alpha, w, index, istate, fstate, rng, float(tol), int(k), bool(shrinking))
         if ld.dense:
-            code = _svc_epochs(
-                *args,
-                y,
-                diag,
-                upper,
-                QD,
-                alpha,
-                w,
-                index,
-                istate,
-                fstate,
-                rng,
-                float(tol),
-                int(k),
-                bool(shrinking),
-                *plan,
-            )
+            code = _svc_epochs(*args, *serial, *plan)
         else:
-            code = (_svc_epochs_csr_staged if plan[1] > 1 else _svc_epochs_csr)(
-                ld.data,
-                ld.indices,
-                ld.indptr,
-                ld.n_features,
-                float(ld.bias),
-                y,
-                diag,
-                upper,
-                QD,
-                alpha,
-                w,
-                index,
-                istate,
-                fstate,
-                rng,
-                float(tol),
-                int(k),
-                bool(shrinking),
-                ld.unit,
-                *plan,
-            )
+            epochs = _svc_epochs_csr_staged if plan[1] > 1 else _svc_epochs_csr
+            code = epochs(ld.data, ld.indices, ld.indptr, ld.n_features, float(ld.bias), *serial, ld.unit, *plan)
         return code, istate[1]
 
     def report():
