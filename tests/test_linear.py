@@ -962,3 +962,27 @@ def test_prefetch_plan_by_shape():
     n = PREFETCH_STAGED_BYTES // (40 * 8) + 1
     ahead, stages, entries = prefetch_plan(linear_data(rng.normal(size=(n, 40)), 1.0, rows_first=True))
     assert stages == 2 and entries == ahead > 0
+
+
+def test_tron_wide_weights_match_liblinear():
+    """Beyond tron.FAR_WEIGHTS weights the sparse passes prefetch the weights of rows ahead (hashed features):
+    the fit still reaches liblinear-official's TRON objective, and both solvers agree on the predictions."""
+    from maxmargin.solvers import tron
+
+    rng = np.random.default_rng(5)
+    n, d, k = 500, 2 * tron.FAR_WEIGHTS, 6
+    cols = np.sort(rng.choice(d // 50, size=(n, k)), axis=1) * 50 + rng.integers(0, 50, size=(n, 1))
+    X = sp.csr_matrix((rng.random(n * k) + 0.5, cols.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
+    X.sum_duplicates()
+    y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    est = LinearSVC(dual=False, tol=1e-8, max_iter=1000).fit(X, y)
+    m = _liblinear(X, y, 2, eps=1e-8)
+    W = np.zeros(d + 1)
+    nr = m.nr_feature + 1
+    W[: nr - 1] = np.ctypeslib.as_array(m.w, shape=(nr,))[:-1]
+    W[-1] = m.w[nr - 1]
+    W *= 1.0 if m.get_labels()[0] == 1 else -1.0
+    theirs = primal_svc("l2", "squared_hinge", "ovr", X, y, W[None, :-1], W[-1:], 1.0)[0]
+    ours = primal_svc("l2", "squared_hinge", "ovr", X, y, est.coef_, est.intercept_, 1.0)[0]
+    assert est.coef_.shape[1] > tron.FAR_WEIGHTS
+    assert _rel(ours, theirs) < 1e-6, (ours, theirs)

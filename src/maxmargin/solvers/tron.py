@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._jit import parallel_and_serial
-from ._linear_common import dense_dot, drive, sparse_dot, sparse_sum
+from ._linear_common import _prefetch, dense_dot, drive, sparse_dot, sparse_sum
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -55,6 +55,21 @@ EPS_CG = 0.5
 #: both stayed serial.  Under a heavier load (4-6 on 2 cores) two threads lost: 0.063 s against 0.03 s on a9a
 PARALLEL_STORED = 200_000
 ALPHA_PCG = 0.01
+
+
+#: weight vectors longer than this (1 MB) outgrow the per-core cache: the sparse passes then prefetch the weights
+#: (and accumulator entries) of the row ``WEIGHTS_AHEAD`` rows on -- each is a miss of its own (hashed features)
+FAR_WEIGHTS = 1 << 17
+WEIGHTS_AHEAD = 8
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_weights(i, indices, indptr, v, a):
+    """Prefetch ``v[j]`` and ``a[j]`` for the (first 16) columns ``j`` of CSR row ``i``."""
+    lo = indptr[i]
+    for k in range(lo, min(indptr[i + 1], lo + 16)):
+        _prefetch(v, indices[k])
+        _prefetch(a, indices[k])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -78,11 +93,14 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o
     n = y.shape[0]
     fs = np.zeros(n_chunks)
     has_bias = bias > 0
+    far = (not dense) and w.shape[0] > FAR_WEIGHTS
     for t in prange(n_chunks):
         lo = t * n // n_chunks
         hi = (t + 1) * n // n_chunks
         f = 0.0
         for i in range(lo, hi):
+            if far and i + WEIGHTS_AHEAD < hi:
+                _prefetch_weights(i + WEIGHTS_AHEAD, indices, indptr, w, w)
             if dense:
                 acc = dense_dot(Xd, i, nf, w)
             elif unit:
@@ -148,12 +166,16 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
     caller adds v and the chunks."""
     n = z.shape[0]
     has_bias = bias > 0
+    far = (not dense) and v.shape[0] > FAR_WEIGHTS
     for t in prange(n_chunks):
         a = acc[t]
         a[:] = 0.0
         lo = t * n // n_chunks
-        for q in range(lo, lo + n_act[t]):
+        end = lo + n_act[t]
+        for q in range(lo, end):
             i = act[q]
+            if far and q + WEIGHTS_AHEAD < end:
+                _prefetch_weights(act[q + WEIGHTS_AHEAD], indices, indptr, v, a)
             zi = z[i]
             if dense:
                 o = dense_dot(Xd, i, nf, v)
