@@ -24,7 +24,11 @@ Features are visited in a random order each epoch; shrinking drops a zero weight
 subgradient is zero with a margin of ``M/m`` (``M`` the largest violation of the previous epoch, ``m`` the number
 of weights).  LIBLINEAR divides by the number of samples instead; measured here (session 7), that took more
 epochs: a9a 9 against 6, a generated 50,001-word text set 121 against 111, and 20-40% more time.  Stopping: the
-sum of the violations (minimum-norm subgradients) of an epoch at most ``tol`` times that of the first epoch.
+sum of the violations (minimum-norm subgradients) of an epoch at most ``tol`` times that of the first epoch, with
+``tol`` scaled by ``max(min(#pos, #neg), 1)/n`` as LIBLINEAR does for this solver (and :mod:`.tron`).  Without
+the scaling (before session 7) one class of a 100-class text set stopped at an objective 0.2% above
+LIBLINEAR's, after 17 returns from the shrunk set to all 50,001 features (0.26 s); with it, at LIBLINEAR's
+objective after 123 epochs (0.038 s, LIBLINEAR 0.045 s): the tighter test keeps the epochs on the shrunk set.
 """
 
 from __future__ import annotations
@@ -211,11 +215,13 @@ def solve(
         fstate[1] = float(np.maximum(np.abs(2.0 * (Xc.T @ (C * y))) - 1.0, 0.0).sum())
     rng = rng_state(seed)
     xj_sq = _column_sq(cdata, cind, cptr, C)
+    # LIBLINEAR's tolerance for this solver: tol * max(min(#pos, #neg), 1) / n (as tron.solve)
+    n = y.shape[0]
+    pos = int(np.sum(y > 0))
+    eff_tol = float(tol) * max(min(pos, n - pos), 1) / max(n, 1)
 
     def step(k):
-        rc = _epochs(
-            cdata, cind, cptr, y, C, xj_sq, w, b, index, istate, fstate, rng, float(tol), int(k), bool(shrinking)
-        )
+        rc = _epochs(cdata, cind, cptr, y, C, xj_sq, w, b, index, istate, fstate, rng, eff_tol, int(k), bool(shrinking))
         return rc, istate[1]
 
     def report():
