@@ -22,8 +22,9 @@ pass over the column (as LIBLINEAR does; most steps).
 
 Features are visited in a random order each epoch; shrinking drops a zero weight whose minimum-norm
 subgradient is zero with a margin of ``M/m`` (``M`` the largest violation of the previous epoch, ``m`` the number
-of weights).  LIBLINEAR divides by the number of samples instead; measured here (session 7), that took more
-epochs: a9a 9 against 6, a generated 50,001-word text set 121 against 111, and 20-40% more time.  Stopping: the
+of weights).  LIBLINEAR divides by the number of samples instead; measured here (session 7, before ``tol`` was
+scaled as below), that took more epochs: a9a 9 against 6, a generated 50,001-word text set 121 against 111, and
+20-40% more time.  Not measured again with the scaled ``tol``.  Stopping: the
 sum of the violations (minimum-norm subgradients) of an epoch at most ``tol`` times that of the first epoch, with
 ``tol`` scaled by ``max(min(#pos, #neg), 1)/n`` as LIBLINEAR does for this solver (and :mod:`.tron`).  Without
 the scaling (before session 7) one class of a 100-class text set stopped at an objective 0.2% above
