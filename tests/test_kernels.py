@@ -16,7 +16,7 @@ from maxmargin.kernels.blocks import (
     columns_of,
     kernel_block,
 )
-from maxmargin.kernels.engine import KernelRows, decide
+from maxmargin.kernels.engine import KernelRows, decide, kernel_times
 from maxmargin.kernels.rowcache import compute_row, kernel_data, kernel_diag
 
 KERNELS = [
@@ -84,6 +84,12 @@ def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
     eng.compute(idx, out)
     np.testing.assert_allclose(out[:, : cols.size], ref[np.ix_(idx, cols)], **tol)
     np.testing.assert_allclose(eng.diag(), np.diag(ref), **tol)
+    # K(A, B) @ c between two sets of rows (prediction, held-out decision values), on all
+    # threads and on the caller's
+    A, B, c = X[:25], X[30:], np.linspace(-1.0, 2.0, X.shape[0] - 30)
+    for par in (True, False):
+        np.testing.assert_allclose(kernel_times(kern, A, B, c, parallel=par), ref[:25, 30:] @ c, **tol)
+    assert kernel_times(kern, A[:0], B, c).shape == (0,)
     # the single rows of SMO
     kd = kernel_data(X, kern)
     row = np.zeros(X.shape[0])
@@ -119,6 +125,13 @@ def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
             out,
         )
         np.testing.assert_allclose(out, ref[np.ix_(ra, rb)], **tol)
+
+
+def test_kernel_times_of_a_callable_kernel_calls_it():
+    X = data((40, 6))
+    kern = make_kernel(lambda A, B: (A @ B.T + 1.0) ** 2)
+    c = np.arange(15.0)
+    np.testing.assert_allclose(kernel_times(kern, X[:10], X[25:], c), ((X[:10] @ X[25:].T + 1.0) ** 2) @ c, rtol=1e-12)
 
 
 def test_gram_blocks_and_rows_read_the_matrix():

@@ -160,3 +160,47 @@ def test_compiled_folds_of_many_classes_match_libsvm_and_the_pair_route(monkeypa
     assert len(captured) == 1
     np.testing.assert_allclose(est.probA_, slow.probA_, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(est.probB_, slow.probB_, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["binary", "multi"])
+def test_folds_stop_at_fold_tol_and_the_probabilities_barely_move(kind, monkeypatch):
+    """The folds are solved to ``probability.fold_tol(tol)`` (ten times the fit's tol): fewer SMO steps
+    than at the fit's own tol, with probabilities that move far less than another draw of the folds
+    moves them (``random_state``)."""
+    from maxmargin import svm
+    from maxmargin.solvers import ovo
+
+    if kind == "multi":  # the compiled one-vs-one route and its folds
+        X, y = make_blobs(600, 4, centers=3, cluster_std=5.0, random_state=1)
+    else:  # SMO fold problems
+        X, y = make_classification(600, 6, flip_y=0.1, random_state=1)
+    seen = []
+    fit_fold_problem, solve_pairs = svm.SVC._fit_fold_problem, ovo.solve_pairs
+
+    def spy_problem(self, problem, options, alpha0):
+        fit = fit_fold_problem(self, problem, options, alpha0)
+        seen.append((options["tol"], fit.n_iter))
+        return fit
+
+    def spy_pairs(*args, **kw):
+        res = solve_pairs(*args, **kw)
+        if kw.get("folds") is not None:
+            seen.append((kw["fold_tol"], int(np.nansum(res["cv_iter"]))))
+        return res
+
+    monkeypatch.setattr(svm.SVC, "_fit_fold_problem", spy_problem)
+    monkeypatch.setattr(ovo, "solve_pairs", spy_pairs)
+    kw = {"C": 10.0, "gamma": 0.5, "tol": 1e-4, "probability": True}
+    models, steps = {}, {}
+    for factor in (1.0, probability.FOLD_TOL_FACTOR):
+        monkeypatch.setattr(probability, "FOLD_TOL_FACTOR", factor)
+        seen.clear()
+        models[factor] = maxmargin.SVC(random_state=0, **kw).fit(X, y)
+        assert seen and all(t == pytest.approx(factor * 1e-4) for t, _ in seen)
+        steps[factor] = sum(s for _, s in seen)
+    other_draw = maxmargin.SVC(random_state=1, **kw).fit(X, y)
+    assert probability.FOLD_TOL_FACTOR == 10.0 and steps[10.0] < 0.9 * steps[1.0]
+    P = {f: m.predict_proba(X) for f, m in models.items()}
+    by_tol = np.abs(P[10.0] - P[1.0]).mean()
+    by_draw = np.abs(other_draw.predict_proba(X) - P[10.0]).mean()
+    assert by_tol < 0.25 * by_draw

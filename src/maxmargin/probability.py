@@ -17,7 +17,8 @@ the cross-entropy
 
 on decision values :math:`d_i` that the model did *not* see: five-fold
 cross-validation inside the fit (the folds are a random permutation drawn from
-``random_state``, as in LIBSVM).  The targets are Platt's smoothed labels
+``random_state``, as in LIBSVM; unlike LIBSVM, each fold stops at ten times the
+fit's ``tol``, :func:`fold_tol`).  The targets are Platt's smoothed labels
 :math:`t_i = (N_+ + 1)/(N_+ + 2)` for class :math:`a` and :math:`1/(N_- + 2)` for
 :math:`b`.  :func:`sigmoid_train` minimises :math:`F` by Newton's method on the
 Hessian :math:`H + \sigma I` (:math:`\sigma = 10^{-12}`) with a backtracking line
@@ -83,12 +84,27 @@ import scipy.sparse as sp
 from numba import njit
 
 from .kernels import PRECOMPUTED
+from .kernels.engine import kernel_times
 from .kernels.rowcache import KernelRowPool, RowCache, _pool_key, compute_row, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
 N_FOLDS = 5
 #: pairwise probabilities are clipped into [MIN_PROB, 1 - MIN_PROB]
 MIN_PROB = 1e-7
+#: the folds stop at this multiple of the fit's ``tol`` (:func:`fold_tol`)
+FOLD_TOL_FACTOR = 10.0
+
+
+def fold_tol(tol):
+    """The stopping tolerance of the cross-validation folds for a fit at ``tol``.
+
+    The folds' solutions serve one purpose: held-out decision values for a two-parameter
+    sigmoid fit.  A fold stopped at a maximal KKT violation of ``10 * tol`` moves those values
+    by a small fraction of what drawing other folds moves them (``random_state``), and
+    takes about half the SMO steps of one stopped at ``tol`` (LIBSVM's choice), which are most
+    of the cost of ``probability=True``.  See benchmarks/RESULTS.md (session 8) for the
+    measurements behind the factor."""
+    return FOLD_TOL_FACTOR * float(tol)
 
 
 @njit(cache=True, nogil=True)
@@ -261,9 +277,10 @@ def _rows(X, idx):
     return X[idx]
 
 
-def held_out_decision(X, kernel, train, test, fit, ytrain):
+def held_out_decision(X, kernel, train, test, fit, ytrain, parallel=True):
     """Decision values of a binary fit on rows ``train`` at the rows ``test`` of ``X``
-    (for a precomputed kernel ``X`` is the pair's Gram matrix)."""
+    (for a precomputed kernel ``X`` is the pair's Gram matrix); ``parallel=False`` on a fold's
+    own worker thread (:func:`maxmargin.kernels.engine.kernel_times`)."""
     if fit.alpha is None:  # primal solver, linear kernel
         return np.asarray(X[test] @ fit.w).ravel() - fit.rho
     sv = np.flatnonzero(fit.alpha > 0)
@@ -274,9 +291,8 @@ def held_out_decision(X, kernel, train, test, fit, ytrain):
     if kernel.code == PRECOMPUTED and kernel.name != "callable":
         K = X[test][:, cols]
         K = K.toarray() if sp.issparse(K) else np.asarray(K)
-    else:
-        K = kernel(X[test], X[cols])
-    return K @ coef - fit.rho
+        return K @ coef - fit.rho
+    return kernel_times(kernel, X[test], X[cols], coef, parallel=parallel) - fit.rho
 
 
 def fold_workers():
@@ -324,6 +340,8 @@ def cv_decision_values(
         plan = fold_plan(n, rng, n_folds)
     dec = np.zeros(n)
 
+    threaded = workers > 1 and sum(1 for _, test in plan if test.size) > 1
+
     def one(train, test):
         ytr = y[train]
         n_pos = int(np.sum(ytr > 0))
@@ -335,8 +353,8 @@ def cv_decision_values(
         except ValueError:
             if full_fit is None:
                 raise
-            return held_out_decision(X, kernel, np.arange(n), test, full_fit, y)
-        return held_out_decision(X, kernel, train, test, fit, ytr)
+            return held_out_decision(X, kernel, np.arange(n), test, full_fit, y, parallel=not threaded)
+        return held_out_decision(X, kernel, train, test, fit, ytr, parallel=not threaded)
 
     todo = [(train, test) for train, test in plan if test.size]
     if workers > 1 and len(todo) > 1:

@@ -188,17 +188,11 @@ def on_worker(fn, *args):
 
 
 def _block_scores(block, kernel, sv):
-    """:math:`K(B, X_{SV})\\,c` for one block B, by the batched solver's fused gradient
-    rebuild (:meth:`maxmargin.kernels.engine.KernelRows.times`) on the rows of B and the SVs."""
-    import scipy.sparse as sp
-
-    from .kernels.engine import KernelRows
+    """:math:`K(B, X_{SV})\\,c` for one block B (:func:`maxmargin.kernels.engine.kernel_times`)."""
+    from .kernels.engine import kernel_times
 
     Xsv, coef = sv
-    nb = block.shape[0]
-    Z = sp.vstack([block, Xsv], format="csr") if sp.issparse(block) else np.vstack([block, Xsv])
-    kr = KernelRows(Z, kernel)
-    return kr.times(np.arange(nb, nb + Xsv.shape[0]), coef, np.arange(nb))
+    return kernel_times(kernel, block, Xsv, coef)
 
 
 def _violation(y, G, alpha, U):

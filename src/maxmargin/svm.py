@@ -48,6 +48,7 @@ from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
+from .kernels.engine import kernel_times
 from .kernels.objects import block_rows_for, make_kernel
 from .problem import DualProblem, nu_svc_problem
 from .solvers import ovo, smo
@@ -572,6 +573,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             on_batch=(lambda p0, p1: report.batch_done(chosen[p0:p1])) if report.active else None,
             folds=folds,
             n_folds=probability.N_FOLDS if folds is not None else 0,
+            fold_tol=probability.fold_tol(self.tol),
         )
         solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)
         if folds is None and len(chosen) == len(pairs):
@@ -899,6 +901,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         ConvergenceWarnings."""
         options = self._solver_options(with_callback=False)
         options["verbose"] = False
+        options["tol"] = probability.fold_tol(self.tol)
         whole = np.arange(ysub.shape[0])
         posed = self._fold_problem(Xs, ysub, bounds, kern, whole) is not None
         shared = None
@@ -977,6 +980,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         pa, pb = np.triu_indices(n_classes, k=1)  # the pairs (a, b), a < b, in LIBSVM's order
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
+        if n_classes == 2 and self.support_.shape[0] and self.kernel != "precomputed":
+            # no kernel block stored: the fused loop of the gradient rebuild where it applies
+            out[:, 0] = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0]) + self.intercept_[0]
+            return out
         rows = block_rows_for(max(self.support_.shape[0], 1))
         for s in range(0, n, rows):
             e = min(s + rows, n)
@@ -1106,7 +1113,8 @@ class SVC(BaseSVMClassifier):
     shrinking : bool, default=True
     probability : bool, default=False
         Fit Platt sigmoids on 5-fold cross-validated decision values (inside
-        ``fit``, about five extra fits per binary problem) to enable
+        ``fit``: five extra fits per binary problem, warm-started from the full fit
+        and stopped at ``10 * tol``) to enable
         ``predict_proba`` / ``predict_log_proba`` (attributes ``probA_``,
         ``probB_``); see :mod:`maxmargin.probability`.
     tol : float, default=1e-3

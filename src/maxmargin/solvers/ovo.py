@@ -133,6 +133,7 @@ def _solve_pairs(
     fold_of,
     n_folds,
     cv_out,
+    fold_tol,
 ):
     """Pairs p0..p1-1: the off-diagonal class block, SMO, offset and objective.
 
@@ -193,7 +194,7 @@ def _solve_pairs(
         fold_its = 0
         for f in range(n_folds):
             fold_its += one_fold(
-                Da, Db, off, offT, U, alpha, fold_of[o : o + n], f, tol, max_iter, shrinking, cv_out[o : o + n]
+                Da, Db, off, offT, U, alpha, fold_of[o : o + n], f, fold_tol, max_iter, shrinking, cv_out[o : o + n]
             )
         res[p, 4] = fold_its
 
@@ -338,6 +339,7 @@ def solve_pairs(
     on_batch=None,
     folds=None,
     n_folds=0,
+    fold_tol=None,
 ):
     """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
 
@@ -355,7 +357,8 @@ def solve_pairs(
     ``folds`` (per pair, each row's cross-validation fold in 0..n_folds-1, in the order of
     ``rows``) adds each pair's ``n_folds``-fold cross-validation, warm-started from its
     solution (:mod:`maxmargin.solvers.ovo_folds`): ``cv`` (per pair, the held-out decision
-    values in the order of ``rows``; None for a pair not solved) and ``cv_iter``.
+    values in the order of ``rows``; None for a pair not solved) and ``cv_iter``.  The folds stop
+    at ``fold_tol`` (default ``tol``; :func:`maxmargin.probability.fold_tol`).
     """
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
@@ -410,6 +413,7 @@ def solve_pairs(
             fold_of,
             int(n_folds),
             cv,
+            float(tol if fold_tol is None else fold_tol),
         )
         done[p0:p1] = True
         if on_batch is not None and on_batch(p0, p1) is False:
