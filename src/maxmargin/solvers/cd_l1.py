@@ -20,7 +20,12 @@ step is first tested with the bound :math:`L'_j d + (\sum_i C_i x_{ij}^2) d^2` o
 every row, active or not): when the bound passes, so does the exact test, and the step is taken without that
 pass over the column (as LIBLINEAR does; most steps).
 
-Features are visited in a random order each epoch; shrinking drops a zero weight whose minimum-norm
+Features are visited in a random order each epoch, so each column starts with cache misses the hardware cannot
+foresee (its start in ``cindptr``, its entries, its weight and ``xj_sq``, then ``b``, ``y`` and ``C`` of its rows):
+the loop asks for them in stages, 8, 4 and 2 columns ahead (the rows of a column's first 4 entries).  Measured
+(session 8, in-process A/B, medians of 7): 300,000 rows with 4 of 2**20 hashed features 4.18 s -> 2.18 s;
+40,000 x 300 one-hot and a 50,001-word text set unchanged within noise; 16/8/4 ahead was no better.
+Shrinking drops a zero weight whose minimum-norm
 subgradient is zero with a margin of ``M/m`` (``M`` the largest violation of the previous epoch, ``m`` the number
 of weights).  LIBLINEAR divides by the number of samples instead; measured here (session 7, before ``tol`` was
 scaled as below), that took more epochs: a9a 9 against 6, a generated 50,001-word text set 121 against 111, and
@@ -38,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ._linear_common import drive, rand_below, rng_state
+from ._linear_common import _prefetch, drive, rand_below, rng_state
 from .dual_cd import LinearFit
 
 INF = np.inf
@@ -63,6 +68,23 @@ def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, 
         s = 0
         while s < active:
             j = index[s]
+            # the random order makes every column a round of cache misses: its start (cindptr), entries, weight
+            # and bound, then the rows it touches; each is asked for a few columns ahead (see the module's text)
+            if s + 8 < active:
+                _prefetch(cindptr, index[s + 8])
+            if s + 4 < active:
+                q = index[s + 4]
+                _prefetch(w, q)
+                _prefetch(xj_sq, q)
+                _prefetch(cindices, cindptr[q])
+                _prefetch(cdata, cindptr[q])
+            if s + 2 < active:
+                q = index[s + 2]
+                for p in range(cindptr[q], min(cindptr[q + 1], cindptr[q] + 4)):
+                    i = cindices[p]
+                    _prefetch(b, i)
+                    _prefetch(y, i)
+                    _prefetch(C, i)
             G = 0.0
             H = 0.0
             for p in range(cindptr[j], cindptr[j + 1]):

@@ -120,6 +120,7 @@ def _epochs(
             if stages == 1:
                 if s + 2 < n:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
+                    prefetch_entries(index, s, 2, n, A, C, y, A, A)
             else:
                 prefetch_staged(index, s, n, ahead, stages, Xd, data, indices, indptr, dense, False, A)
                 prefetch_entries(index, s, entries, n, A, C, y, A, A)

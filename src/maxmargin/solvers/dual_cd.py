@@ -136,6 +136,7 @@ def _svc_epochs(
             if stages == 1:
                 if s + 2 < active:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
+                    prefetch_entries(index, s, 2, active, y, alpha, diag, upper, QD)
             else:
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                 prefetch_entries(index, s, entries, active, y, alpha, diag, upper, QD)
@@ -243,6 +244,7 @@ def _svc_epochs_csr(
                 prefetch_entries(index, s, entries, active, y, alpha, diag, upper, QD)
             elif s + 2 < active:
                 prefetch_csr(index[s + 2], data, indices, indptr)
+                prefetch_entries(index, s, 2, active, y, alpha, diag, upper, QD)
             lo = indptr[i]
             hi = indptr[i + 1]
             yi = y[i]
@@ -379,6 +381,7 @@ def _svc_async_epochs(
                 if stages == 1:
                     if q + 2 < act:
                         prefetch_row(index[lo + q + 2], Xd, data, indices, indptr, dense)
+                        prefetch_entries(index, lo + q, 2, lo + act, y, alpha, diag, upper, QD)
                 else:
                     prefetch_staged(index, lo + q, lo + act, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                     prefetch_entries(index, lo + q, entries, lo + act, y, alpha, diag, upper, QD)
@@ -514,6 +517,7 @@ def _svr_epochs(
             if stages == 1:
                 if s + 2 < active:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
+                    prefetch_entries(index, s, 2, active, y, beta, lam, upper, QD)
             else:
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                 prefetch_entries(index, s, entries, active, y, beta, lam, upper, QD)
