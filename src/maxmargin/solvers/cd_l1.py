@@ -50,8 +50,9 @@ INF = np.inf
 
 
 @njit(cache=True, nogil=True)
-def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, rng, tol, n_epochs, shrinking):
-    """istate = [active_size, iteration]; fstate = [Gmax_old, Gnorm1_init, violation]. Returns 0 when converged."""
+def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, tol, n_epochs, shrinking):
+    """On the scaled columns ``zdata`` and the scaled slacks ``b`` (:func:`scaled_columns`).
+    istate = [active_size, iteration]; fstate = [Gmax_old, Gnorm1_init, violation]. Returns 0 when converged."""
     m = w.shape[0]
     active = istate[0]
     g_max_old = fstate[0]
@@ -77,22 +78,20 @@ def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, 
                 _prefetch(w, q)
                 _prefetch(xj_sq, q)
                 _prefetch(cindices, cindptr[q])
-                _prefetch(cdata, cindptr[q])
+                _prefetch(zdata, cindptr[q])
             if s + 2 < active:
                 q = index[s + 2]
                 for p in range(cindptr[q], min(cindptr[q + 1], cindptr[q] + 4)):
-                    i = cindices[p]
-                    _prefetch(b, i)
-                    _prefetch(y, i)
-                    _prefetch(C, i)
+                    _prefetch(b, cindices[p])
             G = 0.0
             H = 0.0
             for p in range(cindptr[j], cindptr[j + 1]):
                 i = cindices[p]
-                if b[i] > 0.0:
-                    v = cdata[p]
-                    G -= 2.0 * C[i] * y[i] * v * b[i]
-                    H += 2.0 * C[i] * v * v
+                bi = b[i]
+                if bi > 0.0:
+                    v = zdata[p]
+                    G -= 2.0 * v * bi
+                    H += 2.0 * v * v
             H = max(H, 1e-12)
             Gp = G + 1.0
             Gn = G - 1.0
@@ -124,12 +123,11 @@ def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, 
                 s += 1
                 continue
             delta = G * d + abs(wj + d) - abs(wj)
-            # the loss change is at most G d + xj_sq d^2 (xj_sq[j] = sum_i C_i x_ij^2 over all rows): when that
+            # the loss change is at most G d + xj_sq d^2 (xj_sq[j] = sum_i z_ij^2 over all rows): when that
             # bound already passes the test, the step is taken without a pass over the column (LIBLINEAR's rule)
             if xj_sq[j] * d * d + G * d + abs(wj + d) - abs(wj) <= sigma * delta:
                 for p in range(cindptr[j], cindptr[j + 1]):
-                    i = cindices[p]
-                    b[i] -= d * y[i] * cdata[p]
+                    b[cindices[p]] -= d * zdata[p]
                 w[j] = wj + d
                 s += 1
                 continue
@@ -138,14 +136,13 @@ def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, 
                 for p in range(cindptr[j], cindptr[j + 1]):
                     i = cindices[p]
                     bi = b[i]
-                    nb = bi - d * y[i] * cdata[p]
+                    nb = bi - d * zdata[p]
                     old = bi * bi if bi > 0.0 else 0.0
                     new = nb * nb if nb > 0.0 else 0.0
-                    dl += C[i] * (new - old)
+                    dl += new - old
                 if dl + abs(wj + d) - abs(wj) <= sigma * delta:
                     for p in range(cindptr[j], cindptr[j + 1]):
-                        i = cindices[p]
-                        b[i] -= d * y[i] * cdata[p]
+                        b[cindices[p]] -= d * zdata[p]
                     w[j] = wj + d
                     break
                 d *= 0.5
@@ -172,18 +169,26 @@ def _epochs(cdata, cindices, cindptr, y, C, xj_sq, w, b, index, istate, fstate, 
 
 
 @njit(cache=True, nogil=True)
-def _column_sq(cdata, cindices, cindptr, C):
-    r""":math:`\sum_i C_i x_{ij}^2` for every column :math:`j`: with it the line search's first test needs no pass
-    over the column."""
+def scaled_columns(cdata, cindices, cindptr, scale):
+    r"""The columns as the epochs use them, :math:`z_{ij} = \sqrt{C_i}\,y_i\,x_{ij}` (``scale`` =
+    :math:`\sqrt{C_i}\,y_i`), and :math:`\sum_i z_{ij}^2 = \sum_i C_i x_{ij}^2` per column (the line search's
+    bound).  With the slacks kept scaled as well, :math:`\tilde b_i = \sqrt{C_i}\,b_i`, every term of the
+    solver loses its :math:`C_i` and :math:`y_i`: :math:`L'_j = -2\sum_{\tilde b_i > 0} z_{ij}\tilde b_i`,
+    :math:`L''_j = 2\sum_{\tilde b_i > 0} z_{ij}^2`, the loss :math:`\sum_i \max(0, \tilde b_i)^2`, a step
+    :math:`\tilde b_i \mathrel{-}= d\,z_{ij}`; the loops then read one per-row array (:math:`\tilde b`)
+    instead of three (LIBLINEAR multiplies its columns by :math:`y_i` for the same reason).  Rows of zero
+    weight get :math:`z = \tilde b = 0`: no part in the loss, as before."""
+    zdata = np.empty_like(cdata)
     m = cindptr.shape[0] - 1
-    out = np.zeros(m)
+    sq = np.zeros(m)
     for j in range(m):
         t = 0.0
         for p in range(cindptr[j], cindptr[j + 1]):
-            v = cdata[p]
-            t += C[cindices[p]] * v * v
-        out[j] = t
-    return out
+            v = cdata[p] * scale[cindices[p]]
+            zdata[p] = v
+            t += v * v
+        sq[j] = t
+    return zdata, sq
 
 
 def to_columns(X, bias):
@@ -195,10 +200,10 @@ def to_columns(X, bias):
     return Xc.data, Xc.indices.astype(np.int32, copy=False), Xc.indptr.astype(np.int64, copy=False)
 
 
-def objective(w, b, C):
-    """:math:`\\|w\\|_1 + \\sum_i C_i \\max(0, b_i)^2`."""
+def objective(w, b):
+    """:math:`\\|w\\|_1 + \\sum_i C_i \\max(0, b_i)^2` from the scaled slacks :math:`\\tilde b_i = \\sqrt{C_i} b_i`."""
     bp = np.maximum(b, 0.0)
-    return float(np.abs(w).sum() + C @ (bp * bp))
+    return float(np.abs(w).sum() + bp @ bp)
 
 
 def solve(
@@ -227,28 +232,29 @@ def solve(
     cdata, cind, cptr = to_columns(X, bias) if columns is None else columns
     m = cptr.shape[0] - 1
     w = np.zeros(m) if w0 is None else np.array(w0, dtype=np.float64)
-    b = np.ones(y.shape[0])
+    root_c = np.sqrt(C)
+    zdata, xj_sq = scaled_columns(cdata, cind, cptr, root_c * y)
+    b = root_c.copy()  # the scaled slacks sqrt(C_i) (1 - y_i w.x_i) at w = 0
     index = np.arange(m, dtype=np.int64)
     istate = np.array([m, 0], dtype=np.int64)
     fstate = np.array([INF, -1.0, INF])
     if w0 is not None:
-        Xc = sp.csc_matrix((cdata, cind, cptr), shape=(y.shape[0], m))
-        b = 1.0 - y * (Xc @ w)
+        Zc = sp.csc_matrix((zdata, cind, cptr), shape=(y.shape[0], m))
+        b = root_c - Zc @ w
         # relative stopping rule: the violations at w = 0, as a cold start measures them
-        fstate[1] = float(np.maximum(np.abs(2.0 * (Xc.T @ (C * y))) - 1.0, 0.0).sum())
+        fstate[1] = float(np.maximum(np.abs(2.0 * (Zc.T @ root_c)) - 1.0, 0.0).sum())
     rng = rng_state(seed)
-    xj_sq = _column_sq(cdata, cind, cptr, C)
     # LIBLINEAR's tolerance for this solver: tol * max(min(#pos, #neg), 1) / n (as tron.solve)
     n = y.shape[0]
     pos = int(np.sum(y > 0))
     eff_tol = float(tol) * max(min(pos, n - pos), 1) / max(n, 1)
 
     def step(k):
-        rc = _epochs(cdata, cind, cptr, y, C, xj_sq, w, b, index, istate, fstate, rng, eff_tol, int(k), bool(shrinking))
+        rc = _epochs(zdata, cind, cptr, xj_sq, w, b, index, istate, fstate, rng, eff_tol, int(k), bool(shrinking))
         return rc, istate[1]
 
     def report():
-        return objective(w, b, C), fstate[2]
+        return objective(w, b), fstate[2]
 
     status, it = drive(
         step,
@@ -261,4 +267,4 @@ def solve(
         verbose=verbose,
         name="cd-l1",
     )
-    return LinearFit(w, None, objective(w, b, C), None, it, fstate[2], status)
+    return LinearFit(w, None, objective(w, b), None, it, fstate[2], status)
