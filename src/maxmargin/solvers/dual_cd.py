@@ -470,7 +470,6 @@ def _svc_async_epochs(
 _svc_async_epochs = parallel(_svc_async_epochs, nogil=True, error_model="numpy")
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
 def _svr_epochs(
     Xd,
     data,
@@ -498,7 +497,11 @@ def _svr_epochs(
     entries,
 ):
     """Up to ``n_epochs`` epochs of the regression dual.  istate = [active_size, iteration];
-    fstate = [Gmax_old, Gnorm1_init, violation (sum of the last epoch's)].  Returns 0 when converged."""
+    fstate = [Gmax_old, Gnorm1_init, violation (sum of the last epoch's)].  Returns 0 when converged.
+    Compiled twice (``_jit.with_constants``): for any rows, and for CSR rows only (``CSR_ONLY``: the dense
+    branches compiled away)."""
+    if CSR_ONLY:
+        dense = False
     n = y.shape[0]
     active = istate[0]
     g_max_old = fstate[0]
@@ -597,6 +600,11 @@ def _svr_epochs(
     fstate[0] = g_max_old
     fstate[1] = g_norm1_init
     return 1
+
+
+CSR_ONLY = False
+_svr_epochs_csr = with_constants(_svr_epochs, "_csr", {"CSR_ONLY": True}, nogil=True, error_model="numpy")
+_svr_epochs = with_constants(_svr_epochs, "_any", {"CSR_ONLY": False}, nogil=True, error_model="numpy")
 
 
 # --------------------------------------------------------------------------- objectives
@@ -824,8 +832,10 @@ def solve_svr(
     args = ld.args()
     plan = prefetch_plan(ld)
 
+    epochs = _svr_epochs if ld.dense else _svr_epochs_csr
+
     def step(k):
-        code = _svr_epochs(
+        code = epochs(
             *args,
             y,
             lam,
