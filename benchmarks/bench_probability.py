@@ -46,10 +46,10 @@ def load(name, n):
         params = dict(C=10.0, gamma=1.0)
     elif name == "usps":
         X, y, _, _, params = datasets.usps()
-    elif name in ("letter26", "text100", "sparse40k"):  # generated shapes, fixed seeds (datasets.py)
-        X, y, _, _, params = getattr(datasets, name)()
+    elif name in datasets.LOADERS:  # the other sets and the generated shapes, fixed seeds (datasets.py)
+        X, y, _, _, params = datasets.LOADERS[name]()
     else:
-        raise SystemExit(f"unknown dataset {name!r}")
+        raise SystemExit(f"unknown dataset {name!r}: pendigits or one of {', '.join(datasets.LOADERS)}")
     if n and n < X.shape[0]:
         idx = np.random.default_rng(0).choice(X.shape[0], n, replace=False)
         X, y = X[idx], y[idx]

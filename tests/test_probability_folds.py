@@ -148,6 +148,7 @@ def test_compiled_folds_of_many_classes_match_libsvm_and_the_pair_route(monkeypa
     est = maxmargin.SVC(**kw).fit(X, y)
     ((y_idx, pairs, folds, res),) = captured
     assert len(pairs) == 6 and folds is not None and all(d is not None for d in res["cv"])
+    folds = np.split(np.asarray(folds), np.asarray(res["offsets"])[1:-1])  # pair by pair
     for (a, b), rows, fold, d in list(zip(pairs, res["rows"], folds, res["cv"]))[:3]:
         yy = np.where(y_idx[rows] == a, 1, -1)  # the layout: class a's rows first
         reference = np.zeros_like(d)

@@ -191,6 +191,27 @@ def sigmoid_train(dec, labels, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e
     return float(A), float(B)
 
 
+@njit(cache=True, nogil=True)
+def _sigmoids(dec, positive, offsets, max_iter, min_step, sigma, eps, A, B):
+    for p in range(offsets.shape[0] - 1):
+        lo, hi = offsets[p], offsets[p + 1]
+        A[p], B[p] = _sigmoid_train(dec[lo:hi], positive[lo:hi], max_iter, min_step, sigma, eps)
+
+
+def sigmoid_train_many(dec, labels, offsets, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
+    """:func:`sigmoid_train` for many binary problems at once, laid end to end (problem p's decision
+    values and labels at ``offsets[p]:offsets[p + 1]``): arrays ``(A, B)``.  One compiled call; a call
+    of :func:`sigmoid_train` per problem costs about 10 us of Python, 0.45 s for the 44,850 pairs of
+    300 classes."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    dec = np.ascontiguousarray(dec, dtype=np.float64)
+    positive = np.ascontiguousarray(np.asarray(labels) > 0)
+    A = np.empty(offsets.shape[0] - 1)
+    B = np.empty(offsets.shape[0] - 1)
+    _sigmoids(dec, positive, offsets, int(max_iter), float(min_step), float(sigma), float(eps), A, B)
+    return A, B
+
+
 def sigmoid_predict(dec, A, B):
     """``1 / (1 + exp(A dec + B))`` without overflow."""
     u = np.asarray(dec, dtype=np.float64) * A + B
@@ -308,12 +329,29 @@ def fold_workers():
 def fold_plan(n, rng, n_folds=N_FOLDS):
     """LIBSVM's folds: a permutation of ``range(n)`` from ``rng`` cut into ``n_folds``
     consecutive parts; returns ``[(train, test), ...]`` (train sorted)."""
-    perm = rng.permutation(n)
+    return plan_of(rng.permutation(n), n_folds)
+
+
+def plan_of(perm, n_folds=N_FOLDS):
+    """The folds ``[(train, test), ...]`` of the permutation ``perm``: test ``f`` is its ``f``-th of
+    ``n_folds`` consecutive parts, train the other rows in increasing order."""
+    n = perm.shape[0]
     out = []
     for f in range(n_folds):
-        begin, end = f * n // n_folds, (f + 1) * n // n_folds
-        out.append((np.sort(np.r_[perm[:begin], perm[end:]]), perm[begin:end]))
+        test = perm[f * n // n_folds : (f + 1) * n // n_folds]
+        keep = np.ones(n, dtype=bool)
+        keep[test] = False
+        out.append((np.flatnonzero(keep), test))
     return out
+
+
+def fold_of_rows(perm, n_folds=N_FOLDS):
+    """Each row's fold (``fold[perm[k]]`` is the part of position ``k``), the same folds as :func:`plan_of`."""
+    n = perm.shape[0]
+    bounds = [f * n // n_folds for f in range(n_folds + 1)]
+    fold = np.empty(n, dtype=np.int64)
+    fold[perm] = np.repeat(np.arange(n_folds, dtype=np.int64), np.diff(bounds))
+    return fold
 
 
 def cv_decision_values(
@@ -332,7 +370,7 @@ def cv_decision_values(
     With ``workers > 1`` the folds run on that many threads (``fit_fold`` must then be
     thread-safe); each fold's values go to its own test rows, so the result does not
     depend on ``workers`` or on the order in which the folds finish.
-    ``on_fold()`` is called after each fold (progress).  ``plan`` (from :func:`fold_plan`)
+    ``on_fold()`` is called after each fold (progress).  ``plan`` (from :func:`fold_plan` or :func:`plan_of`)
     replaces the folds drawn from ``rng``.
     """
     n = y.shape[0]

@@ -46,12 +46,13 @@ from . import formulations, probability, scaleout
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
+from .formulations.pairs import PairFits
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data
 from .kernels.engine import kernel_times
 from .kernels.objects import block_rows_for, make_kernel
 from .problem import DualProblem, nu_svc_problem
-from .solvers import ovo, smo
+from .solvers import ovo, ovo_folds, smo
 from .solvers import registry as solver_registry
 
 
@@ -86,21 +87,6 @@ def ovr_from_ovo(dec, n_classes):
     winner = np.where(dec >= 0, pa, pb) + (np.arange(n) * n_classes)[:, None]  # a zero value votes for pa
     votes = np.bincount(winner.ravel(), minlength=n * n_classes).reshape(n, n_classes).astype(np.float64)
     return votes + conf / (3 * (np.abs(conf) + 1))
-
-
-def _layout_folds(ysub, plan):
-    """For a pair with labels ``ysub`` (rows in increasing order) and folds ``plan``: ``perm``
-    (each row's position in :func:`maxmargin.solvers.ovo.layout`'s order: class a's rows first)
-    and each row's fold in that order."""
-    pos = ysub > 0
-    n_a = int(pos.sum())
-    perm = np.empty(ysub.shape[0], dtype=np.int64)
-    perm[pos] = np.arange(n_a)
-    perm[~pos] = n_a + np.arange(ysub.shape[0] - n_a)
-    fold = np.empty(ysub.shape[0], dtype=np.int64)
-    for f, (_, test) in enumerate(plan):
-        fold[perm[test]] = f
-    return perm, fold
 
 
 #: the folds of a large binary problem go to the batched solver from this many features (see SVC._folds_batched)
@@ -554,13 +540,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         held-out decision values go to the fits as ``cv_decision`` (rows in increasing order)."""
         chosen = [p for p in range(len(pairs)) if compiled[p]]
         report = report_of(self)
-        perms, folds = [], None
+        folds = None
         if plans is not None and self._folds_warm_start():
-            folds = []
-            for p_no in chosen:
-                perm, fold = _layout_folds(members[p_no][1], plans[p_no])
-                perms.append(perm)
-                folds.append(fold)
+            sizes = np.array([members[p_no][1].shape[0] for p_no in chosen], dtype=np.int64)
+            offsets = np.concatenate([[0], np.cumsum(sizes)])
+            labels = np.concatenate([members[p_no][1] for p_no in chosen]).astype(np.float64)
+            perms = np.concatenate([plans[p_no] for p_no in chosen]).astype(np.int64)
+            layout, folds = ovo_folds.layout_folds(labels, perms, offsets, probability.N_FOLDS)
         res = ovo.solve_pairs(
             block_data(X, kern),
             y_idx,
@@ -576,13 +562,20 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             fold_tol=probability.fold_tol(self.tol),
         )
         solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)
-        if folds is None and len(chosen) == len(pairs):
+        if folds is not None:  # the held-out values back in increasing row order
+            cv_rows = res["cv_flat"][np.repeat(offsets[:-1], sizes) + layout]
+        if len(chosen) == len(pairs) and folds is None:
             return solved  # every pair, in order: the model is set from its arrays (PairFits)
+        if len(chosen) == len(pairs) and isinstance(solved, PairFits) and bool(np.all(res["solved"])):
+            # and the sigmoids from the held-out values laid out as those arrays (pair by pair, rows in
+            # increasing order)
+            solved.cv_decision = cv_rows
+            return solved
         fits = [None] * len(pairs)
         for k, (p_no, fit) in enumerate(zip(chosen, solved)):
             fits[p_no] = fit
             if folds is not None and res["cv"][k] is not None:
-                fit.cv_decision = res["cv"][k][perms[k]]
+                fit.cv_decision = cv_rows[offsets[k] : offsets[k + 1]]
         rest = [p_no for p_no in range(len(pairs)) if fits[p_no] is None]
         workers = self._pair_workers(members, None)
         if rest and workers > 1:  # pairs too large for the memory left: on threads as usual
@@ -831,9 +824,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     # ----------------------------------------------------------- probability
     def _fold_plans(self, members):
         """The probability folds of every pair, drawn in pair order from ``random_state``
-        (one permutation each, as LIBSVM)."""
+        (one permutation each, as LIBSVM), as the permutations: :func:`maxmargin.probability.plan_of`
+        cuts one into folds where a pair needs them as row sets (many classes have tens of thousands of
+        pairs: the compiled route takes each row's fold, :func:`_layout_folds`)."""
         rng = check_random_state(self.random_state)
-        return [probability.fold_plan(rows.shape[0], rng) for rows, _ in members]
+        return [rng.permutation(rows.shape[0]) for rows, _ in members]
 
     def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed, plans):
         """Platt's sigmoid per binary problem from 5-fold cross-validated decision
@@ -842,9 +837,18 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_pairs = len(pairs)
         probA = np.zeros(n_pairs)
         probB = np.zeros(n_pairs)
-        stopped = any(f.status == "callback" for f in fits)
         report = report_of(self)
         report.probability_begin(n_pairs)
+        flat = getattr(fits, "cv_decision", None)
+        if flat is not None:  # every pair and its folds solved by the compiled route: all sigmoids at once
+            labels = np.concatenate([ysub for _, ysub in members])
+            offsets = np.concatenate([[0], np.cumsum([ysub.shape[0] for _, ysub in members])])
+            self.probA_, self.probB_ = probability.sigmoid_train_many(flat, labels, offsets)
+            for p_no in range(n_pairs):
+                report.probability_pair_done(p_no)
+            report.probability_end()
+            return
+        stopped = any(f.status == "callback" for f in fits)
         if stopped:
             warnings.warn(
                 "the fit was stopped by the callback: the probability sigmoids are fitted on the "
@@ -862,16 +866,22 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]), fit, ysub
                 )
             else:
-                dec = self._cv_decision_values(Xs, ysub, C_all[rows], kern, precomputed, fit, plans[p_no], inner)
+                dec = self._cv_decision_values(
+                    Xs, ysub, C_all[rows], kern, precomputed, fit, probability.plan_of(plans[p_no]), inner
+                )
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
             report.probability_pair_done(p_no)
 
         rest = list(range(n_pairs))
         if not stopped:
-            for p_no in rest:
-                dec = getattr(fits[p_no], "cv_decision", None)
-                if dec is not None:
-                    probA[p_no], probB[p_no] = probability.sigmoid_train(dec, members[p_no][1])
+            ready = [p for p in rest if getattr(fits[p], "cv_decision", None) is not None]
+            if ready:  # the compiled route's pairs: all sigmoids in one compiled call
+                decs = [fits[p].cv_decision for p in ready]
+                offsets = np.concatenate([[0], np.cumsum([d.shape[0] for d in decs])])
+                probA[ready], probB[ready] = probability.sigmoid_train_many(
+                    np.concatenate(decs), np.concatenate([members[p][1] for p in ready]), offsets
+                )
+                for p_no in ready:
                     report.probability_pair_done(p_no)
             rest = [p for p in rest if getattr(fits[p], "cv_decision", None) is None]
         with warnings.catch_warnings(), one_blas_thread():

@@ -355,9 +355,10 @@ def solve_pairs(
     ``p0 .. p1-1`` are solved; returning False stops as a time limit does (status 'callback').
 
     ``folds`` (per pair, each row's cross-validation fold in 0..n_folds-1, in the order of
-    ``rows``) adds each pair's ``n_folds``-fold cross-validation, warm-started from its
-    solution (:mod:`maxmargin.solvers.ovo_folds`): ``cv`` (per pair, the held-out decision
-    values in the order of ``rows``; None for a pair not solved) and ``cv_iter``.  The folds stop
+    ``rows``; or those laid end to end in one array) adds each pair's ``n_folds``-fold
+    cross-validation, warm-started from its solution (:mod:`maxmargin.solvers.ovo_folds`): ``cv``
+    (per pair, the held-out decision values in the order of ``rows``; None for a pair not solved;
+    ``cv_flat`` all of them end to end) and ``cv_iter``.  The folds stop
     at ``fold_tol`` (default ``tol``; :func:`maxmargin.probability.fold_tol`).
     """
     t0 = time.perf_counter()
@@ -369,7 +370,8 @@ def solve_pairs(
     grad = np.zeros(int(aoff[-1]))
     res = np.full((len(pairs), 5), np.nan)
     if folds is not None and n_folds > 0:
-        fold_of = np.ascontiguousarray(np.concatenate(folds), dtype=np.int64)
+        flat = folds if isinstance(folds, np.ndarray) else np.concatenate(folds)
+        fold_of = np.ascontiguousarray(flat, dtype=np.int64)
         if fold_of.shape[0] != aoff[-1]:
             raise ValueError("folds must give one fold per row of every pair")
     else:
@@ -442,6 +444,7 @@ def solve_pairs(
         "n_iter": res[:, 2],
         "violation": res[:, 3],
         "cv": [cv[aoff[p] : aoff[p + 1]] if done[p] and n_folds else None for p in range(len(pairs))],
+        "cv_flat": cv,
         "cv_iter": res[:, 4],
         "status": why or "converged",
     }

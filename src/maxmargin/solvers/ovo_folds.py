@@ -125,3 +125,37 @@ def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shri
         if not train[t]:
             dec[t] = (G[t] + 1.0 if t < na else -(G[t] + 1.0)) - rho
     return it
+
+
+@njit(cache=True, nogil=True)
+def layout_folds(labels, perms, offsets, n_folds):
+    """For pairs laid end to end (pair p at ``offsets[p]:offsets[p + 1]``; ``labels`` +1/-1 per row in
+    increasing row order, ``perms`` each pair's fold permutation, :meth:`SVC._fold_plans`): ``layout``
+    (each row's position in :func:`maxmargin.solvers.ovo.layout`'s order: class a's rows first) and
+    ``fold`` (each position's fold, the same folds as :func:`maxmargin.probability.plan_of`).  One
+    compiled pass for all pairs: 300 classes have 44,850 of them."""
+    total = labels.shape[0]
+    layout = np.empty(total, dtype=np.int64)
+    fold = np.empty(total, dtype=np.int64)
+    for p in range(offsets.shape[0] - 1):
+        o = offsets[p]
+        n = offsets[p + 1] - o
+        n_a = 0
+        for r in range(n):
+            if labels[o + r] > 0:
+                n_a += 1
+        ka = 0
+        kb = n_a
+        for r in range(n):
+            if labels[o + r] > 0:
+                layout[o + r] = ka
+                ka += 1
+            else:
+                layout[o + r] = kb
+                kb += 1
+        f = 0
+        for k in range(n):
+            while (f + 1) * n // n_folds <= k:
+                f += 1
+            fold[o + layout[o + perms[o + k]]] = f
+    return layout, fold

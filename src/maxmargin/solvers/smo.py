@@ -475,7 +475,9 @@ def init_gradient(problem, alpha, y, p, U, shift, kidx, cache=None):
     kernel, X = problem.kernel, problem.X
     s = np.zeros((n_data, 2))
     slots = cache.slot_of[rows] if cache is not None else None
-    if slots is not None and np.all(slots >= 0) and np.all(cache.full[slots]):
+    if rows.size == 0:  # the coefficients cancel on every data row (SVR's two variables a row)
+        pass
+    elif slots is not None and np.all(slots >= 0) and np.all(cache.full[slots]):
         # K is symmetric: row r holds K(x_r, x_t) for every t.  The coefficients go to the slots
         # (zero elsewhere) so that the product reads the cache's leading slots as they are
         # (a view; gathering the rows first copied them: 50 MB for 774 rows of 8000)
