@@ -327,9 +327,29 @@ def fold_workers():
 
 
 def fold_plan(n, rng, n_folds=N_FOLDS):
-    """LIBSVM's folds: a permutation of ``range(n)`` from ``rng`` cut into ``n_folds``
-    consecutive parts; returns ``[(train, test), ...]`` (train sorted)."""
-    return plan_of(rng.permutation(n), n_folds)
+    """LIBSVM's folds: a random permutation of ``range(n)`` (:func:`fold_permutations`, from ``rng``) cut
+    into ``n_folds`` consecutive parts; returns ``[(train, test), ...]`` (train sorted)."""
+    return plan_of(fold_permutations([n], rng)[0], n_folds)
+
+
+@njit(cache=True, nogil=True)
+def _sort_segments(keys, offsets, out):
+    for p in range(offsets.shape[0] - 1):
+        lo, hi = offsets[p], offsets[p + 1]
+        out[lo:hi] = np.argsort(keys[lo:hi], kind="mergesort")
+
+
+def fold_permutations(sizes, rng):
+    """One random permutation of ``range(n)`` for each ``n`` in ``sizes``, all from one draw of ``rng``
+    (a ``numpy.random.RandomState``): each orders its segment of uniform keys.  Drawn this way for
+    many classes' tens of thousands of pairs, where a ``rng.permutation`` call per pair was 0.2 s
+    (300 classes)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    keys = rng.random_sample(int(offsets[-1]))
+    flat = np.empty(int(offsets[-1]), dtype=np.int64)
+    _sort_segments(keys, offsets, flat)
+    return [flat[offsets[p] : offsets[p + 1]] for p in range(sizes.shape[0])]
 
 
 def plan_of(perm, n_folds=N_FOLDS):

@@ -562,16 +562,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             fold_tol=probability.fold_tol(self.tol),
         )
         solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)
-        if folds is not None:  # the held-out values back in increasing row order
-            cv_rows = res["cv_flat"][np.repeat(offsets[:-1], sizes) + layout]
         if len(chosen) == len(pairs) and folds is None:
             return solved  # every pair, in order: the model is set from its arrays (PairFits)
         if len(chosen) == len(pairs) and isinstance(solved, PairFits) and bool(np.all(res["solved"])):
-            # and the sigmoids from the held-out values laid out as those arrays (pair by pair, rows in
-            # increasing order)
-            solved.cv_decision = cv_rows
+            # and so are the sigmoids, fitted there on each pair's held-out values
+            solved.sigmoids = (np.array(res["probA"]), np.array(res["probB"]))
             return solved
         fits = [None] * len(pairs)
+        if folds is not None:  # the held-out values back in increasing row order
+            cv_rows = res["cv_flat"][np.repeat(offsets[:-1], sizes) + layout]
         for k, (p_no, fit) in enumerate(zip(chosen, solved)):
             fits[p_no] = fit
             if folds is not None and res["cv"][k] is not None:
@@ -823,12 +822,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
     # ----------------------------------------------------------- probability
     def _fold_plans(self, members):
-        """The probability folds of every pair, drawn in pair order from ``random_state``
-        (one permutation each, as LIBSVM), as the permutations: :func:`maxmargin.probability.plan_of`
+        """The probability folds of every pair from ``random_state``, one permutation each (as LIBSVM;
+        :func:`maxmargin.probability.fold_permutations`), kept as permutations: :func:`maxmargin.probability.plan_of`
         cuts one into folds where a pair needs them as row sets (many classes have tens of thousands of
-        pairs: the compiled route takes each row's fold, :func:`_layout_folds`)."""
+        pairs: the compiled route takes each row's fold, :func:`maxmargin.solvers.ovo_folds.layout_folds`)."""
         rng = check_random_state(self.random_state)
-        return [rng.permutation(rows.shape[0]) for rows, _ in members]
+        return probability.fold_permutations([rows.shape[0] for rows, _ in members], rng)
 
     def _fit_probability(self, X, fits, members, pairs, C_all, kern, precomputed, plans):
         """Platt's sigmoid per binary problem from 5-fold cross-validated decision
@@ -839,11 +838,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         probB = np.zeros(n_pairs)
         report = report_of(self)
         report.probability_begin(n_pairs)
-        flat = getattr(fits, "cv_decision", None)
-        if flat is not None:  # every pair and its folds solved by the compiled route: all sigmoids at once
-            labels = np.concatenate([ysub for _, ysub in members])
-            offsets = np.concatenate([[0], np.cumsum([ysub.shape[0] for _, ysub in members])])
-            self.probA_, self.probB_ = probability.sigmoid_train_many(flat, labels, offsets)
+        sigmoids = getattr(fits, "sigmoids", None)
+        if sigmoids is not None:  # every pair, its folds and its sigmoid solved by the compiled route
+            self.probA_, self.probB_ = sigmoids
             for p_no in range(n_pairs):
                 report.probability_pair_done(p_no)
             report.probability_end()

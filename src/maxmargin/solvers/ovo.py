@@ -36,6 +36,7 @@ from numba import njit
 
 from .._threads import cores, one_blas_thread
 from ..kernels.blocks import SPARSE, block, block_by_columns, columns_of
+from ..probability import _sigmoid_train
 from .ovo_folds import one_fold
 from .pair_smo import _violation, pair_smo
 from .smo import compute_rho
@@ -137,7 +138,7 @@ def _solve_pairs(
 ):
     """Pairs p0..p1-1: the off-diagonal class block, SMO, offset and objective.
 
-    ``res[p] = (rho, objective, iterations, violation, fold iterations)``; the multipliers and the
+    ``res[p] = (rho, objective, iterations, violation, fold iterations, sigmoid A, sigmoid B)``; the multipliers and the
     gradient of pair p go to ``alpha_out``/``G_out`` at ``aoff[p]`` (rows of class a
     first, then b, each in the order of ``order``).  With ``n_folds > 0`` the pair's
     cross-validation folds follow on the same blocks (:func:`maxmargin.solvers.ovo_folds.one_fold`;
@@ -197,6 +198,8 @@ def _solve_pairs(
                 Da, Db, off, offT, U, alpha, fold_of[o : o + n], f, fold_tol, max_iter, shrinking, cv_out[o : o + n]
             )
         res[p, 4] = fold_its
+        if n_folds > 0:  # Platt's sigmoid on the held-out values, here on the pair's thread
+            res[p, 5], res[p, 6] = _sigmoid_train(cv_out[o : o + n], y > 0.0, 100, 1e-10, 1e-12, 1e-5)
 
 
 def _batches(sizes, entries):
@@ -358,7 +361,8 @@ def solve_pairs(
     ``rows``; or those laid end to end in one array) adds each pair's ``n_folds``-fold
     cross-validation, warm-started from its solution (:mod:`maxmargin.solvers.ovo_folds`): ``cv``
     (per pair, the held-out decision values in the order of ``rows``; None for a pair not solved;
-    ``cv_flat`` all of them end to end) and ``cv_iter``.  The folds stop
+    ``cv_flat`` all of them end to end), ``cv_iter`` and Platt's sigmoid of each pair fitted on those
+    values, ``probA``/``probB`` (:func:`maxmargin.probability.sigmoid_train`).  The folds stop
     at ``fold_tol`` (default ``tol``; :func:`maxmargin.probability.fold_tol`).
     """
     t0 = time.perf_counter()
@@ -368,7 +372,7 @@ def solve_pairs(
     diag = np.empty(int(doff[-1]))
     alpha = np.zeros(int(aoff[-1]))
     grad = np.zeros(int(aoff[-1]))
-    res = np.full((len(pairs), 5), np.nan)
+    res = np.full((len(pairs), 7), np.nan)
     if folds is not None and n_folds > 0:
         flat = folds if isinstance(folds, np.ndarray) else np.concatenate(folds)
         fold_of = np.ascontiguousarray(flat, dtype=np.int64)
@@ -446,5 +450,7 @@ def solve_pairs(
         "cv": [cv[aoff[p] : aoff[p + 1]] if done[p] and n_folds else None for p in range(len(pairs))],
         "cv_flat": cv,
         "cv_iter": res[:, 4],
+        "probA": res[:, 5],
+        "probB": res[:, 6],
         "status": why or "converged",
     }
