@@ -127,6 +127,20 @@ def test_every_path_matches_the_naive_formula(name, kw, case, make, path, mode):
         np.testing.assert_allclose(out, ref[np.ix_(ra, rb)], **tol)
 
 
+@pytest.mark.parametrize("name,kw", KERNELS)
+def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, monkeypatch):
+    from maxmargin.kernels import engine
+
+    A, B = data((1000, 5), seed=1), data((2100, 5), seed=2)
+    c = np.linspace(-1.0, 1.0, 2100)
+    kern = make_kernel(name, X=A, **kw)
+    called = []
+    times = engine.KernelRows.times
+    monkeypatch.setattr(engine.KernelRows, "times", lambda self, *a, **k: called.append(1) or times(self, *a, **k))
+    np.testing.assert_allclose(kernel_times(kern, A, B, c), kern(A, B) @ c, rtol=1e-10, atol=1e-9)
+    assert called  # 2.1M kernel values of 5 features: the fused loop
+
+
 def test_kernel_times_of_a_callable_kernel_calls_it():
     X = data((40, 6))
     kern = make_kernel(lambda A, B: (A @ B.T + 1.0) ** 2)
