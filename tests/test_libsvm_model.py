@@ -263,7 +263,7 @@ def test_multiclass_interop_both_ways(tmp_path, svmutil, multiclass):
     np.testing.assert_array_equal(clf.predict(X), p_lib)
 
 
-def test_probabilities_both_ways(tmp_path, svmutil, multiclass):
+def test_probabilities_both_ways(tmp_path, svmutil, multiclass, monkeypatch):
     X, y, _ = multiclass
     for data, labels in ((X.tolist(), y.tolist()), (X[:, :2].tolist(), [1.0 if v == 7 else -1.0 for v in y])):
         lm = svmutil.svm_train(labels, data, "-c 2 -g 0.5 -b 1 -q")
@@ -281,7 +281,19 @@ def test_probabilities_both_ways(tmp_path, svmutil, multiclass):
         opath = os.fspath(tmp_path / "mmprob.model")
         save_libsvm_model(clf, opath)
         _, _, prob_back = svmutil.svm_predict(labels, data, svmutil.svm_load_model(opath), "-b 1 -q")
-        np.testing.assert_allclose(np.asarray(prob_back), clf.predict_proba(Xd), atol=2e-3)
+        np.testing.assert_allclose(np.asarray(prob_back), clf.predict_proba(Xd), atol=4e-3)
+        # the differences are LIBSVM's coupling: it stops Wu, Lin & Weng's iteration point by point at a
+        # residual of 0.005/k (3e-3 off the exact solution on one iris point); maxmargin solves the
+        # system exactly.  With LIBSVM's iteration run point by point, the two agree to rounding.
+        from maxmargin import probability
+
+        with monkeypatch.context() as m:
+            m.setattr(
+                probability,
+                "pairwise_coupling",
+                lambda R: np.vstack([probability._coupling_iterative(R[i : i + 1]) for i in range(R.shape[0])]),
+            )
+            np.testing.assert_allclose(np.asarray(prob_back), clf.predict_proba(Xd), atol=1e-9)
 
 
 def test_regression_and_one_class_round_trip(tmp_path, svmutil):
