@@ -206,3 +206,15 @@ def test_check_estimator_probability():
                 "check_class_weight_classifiers": calibrated,
             },
         )
+
+
+def test_many_sigmoids_in_one_call_equal_one_at_a_time():
+    from maxmargin import probability
+
+    rng = np.random.default_rng(5)
+    decs = [rng.normal(size=n) * 2.0 for n in (3, 40, 1, 17)]
+    labels = [np.where(d + rng.normal(size=d.shape[0]) > 0, 1, -1) for d in decs]
+    offsets = np.concatenate([[0], np.cumsum([d.shape[0] for d in decs])])
+    A, B = probability.sigmoid_train_many(np.concatenate(decs), np.concatenate(labels), offsets)
+    for p, (d, lab) in enumerate(zip(decs, labels)):
+        assert (A[p], B[p]) == probability.sigmoid_train(d, lab)

@@ -205,3 +205,25 @@ def test_folds_stop_at_fold_tol_and_the_probabilities_barely_move(kind, monkeypa
     by_tol = np.abs(P[10.0] - P[1.0]).mean()
     by_draw = np.abs(other_draw.predict_proba(X) - P[10.0]).mean()
     assert by_tol < 0.25 * by_draw
+
+
+def test_fold_layout_of_all_pairs_is_plan_of_each():
+    """The compiled route's fold layout (every pair at once) holds the folds plan_of cuts from the same
+    permutation, in solve_pairs' order (class a's rows first); fold_permutations gives permutations."""
+    from maxmargin.solvers.ovo_folds import layout_folds
+
+    rng = np.random.RandomState(4)
+    sizes = [7, 1, 12, 40, 5]
+    perms = probability.fold_permutations(sizes, rng)
+    labels = [np.where(rng.rand(n) < 0.4, 1.0, -1.0) for n in sizes]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    layout, fold = layout_folds(np.concatenate(labels), np.concatenate(perms), offsets, probability.N_FOLDS)
+    for p, (perm, lab) in enumerate(zip(perms, labels)):
+        assert np.array_equal(np.sort(perm), np.arange(sizes[p]))
+        lay = layout[offsets[p] : offsets[p + 1]]
+        order = np.r_[np.flatnonzero(lab > 0), np.flatnonzero(lab < 0)]  # class a's rows first
+        assert np.array_equal(lay[order], np.arange(sizes[p]))
+        f_rows = fold[offsets[p] : offsets[p + 1]][lay]  # each row's fold, rows in increasing order
+        for f, (train, test) in enumerate(probability.plan_of(perm)):
+            assert np.array_equal(np.flatnonzero(f_rows == f), np.sort(test))
+            assert np.array_equal(np.flatnonzero(f_rows != f), train)

@@ -365,15 +365,6 @@ def plan_of(perm, n_folds=N_FOLDS):
     return out
 
 
-def fold_of_rows(perm, n_folds=N_FOLDS):
-    """Each row's fold (``fold[perm[k]]`` is the part of position ``k``), the same folds as :func:`plan_of`."""
-    n = perm.shape[0]
-    bounds = [f * n // n_folds for f in range(n_folds + 1)]
-    fold = np.empty(n, dtype=np.int64)
-    fold[perm] = np.repeat(np.arange(n_folds, dtype=np.int64), np.diff(bounds))
-    return fold
-
-
 def cv_decision_values(
     fit_fold, X, y, kernel, rng, alpha_full=None, n_folds=N_FOLDS, full_fit=None, workers=1, on_fold=None, plan=None
 ):
