@@ -18,7 +18,8 @@ proba against scikit-learn's, and the overheads of the callback mechanism and of
 (variant / plain - 1).  Wall times, then the process's CPU times (all threads: the work done,
 less sensitive to other load than the wall time).
 The repeats alternate between the variants, so that load from other processes falls on all.
-Datasets from ../shared/data (set MAXMARGIN_DATA elsewhere).
+Datasets: pendigits, usps, ijcnn1 and the other sets of ../shared/data (set MAXMARGIN_DATA elsewhere),
+and every generated shape of datasets.py (letter26, text100, sparse40k, zipf50, classes300, easy20k, ...).
 """
 
 from __future__ import annotations
