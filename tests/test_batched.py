@@ -7,7 +7,7 @@ from conftest import kkt_violation, qp_reference
 
 from maxmargin import SVC
 from maxmargin.kernels import exp_nonpos, make_kernel
-from maxmargin.problem import DualProblem, csvc_problem
+from maxmargin.problem import DualProblem, csvc_problem, svr_problem
 from maxmargin.solvers import batched, smo
 
 
@@ -284,3 +284,42 @@ def test_an_easy_problem_keeps_the_small_working_set(rng):
     ref = smo.solve(csvc_problem(X, k, y, 1.0), tol=1e-6)
     assert sol.objective == pytest.approx(ref.objective, rel=1e-6)
     assert np.count_nonzero(sol.alpha) < 10
+
+
+@pytest.mark.parametrize("kind", ["svc", "svr"])
+def test_rebuild_from_the_changes_since_each_shrink(rng, kind):
+    """Shrunk variables get their gradient back from the multipliers changed since they were
+    dropped (SVR: two variables per data row); the result is the minimiser, with G = Q alpha + p."""
+    n = 700
+    X = rng.normal(size=(n, 3))
+    k = make_kernel("rbf", gamma=0.7)
+    if kind == "svc":
+        y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.4 * rng.normal(size=n) > 0, 1.0, -1.0)
+        prob = csvc_problem(X, k, y, 2.0)
+    else:
+        z = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
+        prob = svr_problem(X, k, z, 2.0, 0.05)
+    sol = batched.solve(prob, tol=1e-7, working_set_size_=32)
+    assert sol.converged
+    assert sol.extra["delta_rebuilds"] >= 1  # the path under test ran
+    Q = prob.q_matrix()
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
+    assert sol.objective == pytest.approx(ref, rel=1e-7)
+    assert kkt_violation(Q, prob.p, prob.y, prob.upper, sol.alpha) < 1e-6
+
+
+def test_grad0_skips_the_first_pass_and_is_checked(rng):
+    X, y = _data(rng, n=300)
+    k = make_kernel("rbf", gamma=0.5)
+    prob = csvc_problem(X, k, y, 1.0)
+    start = smo.solve(csvc_problem(X, k, y, 1.0), tol=1e-1)  # a feasible, unfinished start
+    Q = prob.q_matrix()
+    warm = DualProblem(**{**prob.__dict__, "alpha0": start.alpha})
+    sol = batched.solve(warm, tol=1e-8, grad0=Q @ start.alpha + prob.p)
+    ref = batched.solve(warm, tol=1e-8)
+    assert sol.converged and sol.extra["rebuilds"] == ref.extra["rebuilds"] - 1
+    assert sol.objective == pytest.approx(ref.objective, rel=1e-10)
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+    with pytest.raises(ValueError, match="grad0 must hold 300 finite values"):
+        batched.solve(warm, grad0=np.zeros(5))

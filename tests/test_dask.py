@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import kkt_violation
+from conftest import kkt_violation, qp_reference
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -61,6 +61,51 @@ def test_solver_exact_kkt_over_all_rows(client, rng, sparse):
     assert sol.converged
     assert abs(sol.objective - ref.objective) <= 1e-6 * abs(ref.objective)
     assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
+
+
+def test_global_step_in_many_small_rounds(client, rng, monkeypatch):
+    """Working sets capped far below the candidates: many rounds, each a restricted solve with the
+    rest held fixed and a pass over the changed rows only; the end is still the exact minimiser, with
+    the whole gradient right."""
+    monkeypatch.setattr(scaleout, "MAX_ADD", 30)
+    monkeypatch.setattr(scaleout, "ADD_PER_ROW", 0.0)
+    X, y = _blobs(rng, n=500)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    C = rng.uniform(0.5, 3.0, size=ypm.size)
+    k = make_kernel("rbf", gamma=0.5, X=X)
+    prob = csvc_problem(X, k, ypm, C)
+    sol = divide.solve(prob, tol=1e-8, **dict(DASK, n_parts=4))
+    assert sol.converged and sol.extra["global_rounds"] > 3
+    Q = prob.q_matrix()
+    np.testing.assert_allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-7)
+    _, ref = qp_reference(Q, prob.p, ypm, prob.upper)
+    assert abs(sol.objective - ref) <= 1e-7 * abs(ref)
+    assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-7
+
+
+def test_restricted_solve_holds_the_rest_fixed(rng):
+    """One round without a cluster: the restricted problem (its linear term from the whole gradient)
+    is the whole problem with the variables outside W fixed, checked against the QP reference."""
+    X, y = _blobs(rng, n=160)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=0.5, X=X)
+    prob = csvc_problem(X, k, ypm, 1.5)
+    Q = prob.q_matrix()
+    alpha = divide.solve(csvc_problem(X, k, ypm, 1.5), tol=1e-2, n_parts=4, early_stop=1).alpha
+    work = np.sort(rng.choice(160, size=70, replace=False))
+    rest = np.setdiff1d(np.arange(160), work)
+    G = Q @ alpha + prob.p
+    for part_solver in ("smo", "batched"):
+        res = scaleout.solve_restricted(
+            divide.subproblem(prob, work, alpha[work]), G[work], dict(tol=1e-9, part_solver=part_solver)
+        )
+        # the reference: minimise over alpha_W with alpha_rest fixed
+        p_w = prob.p[work] + Q[np.ix_(work, rest)] @ alpha[rest]
+        _, ref = qp_reference(Q[np.ix_(work, work)], p_w, ypm[work], prob.upper[work], delta=ypm[work] @ alpha[work])
+        a_w = res[0]
+        obj = 0.5 * a_w @ Q[np.ix_(work, work)] @ a_w + p_w @ a_w
+        assert obj == pytest.approx(ref, rel=1e-7, abs=1e-9)
+        assert abs(ypm[work] @ a_w - ypm[work] @ alpha[work]) < 1e-9
 
 
 def test_svc_weighted_multiclass_and_dask_input(client, rng):

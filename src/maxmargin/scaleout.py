@@ -8,18 +8,23 @@ they stay clonable and picklable):
 * each part is one task (``client.submit``) that receives only that part's rows and
   returns its multipliers; Cascade levels receive only support vectors;
 * the global step (:func:`global_solve`) keeps the data as row blocks on the workers
-  (scattered once) and repeats, until the KKT condition holds over all rows:
+  (scattered once) and works on the whole gradient :math:`G = Q\alpha + p`:
 
-  1. the scores :math:`s_i = \sum_{j\in SV}\alpha_jy_jK(x_j,x_i)` are computed blockwise
-     on the workers, where the blocks live; only the support vectors and their
-     coefficients travel; from them :math:`G = y\circ s + p + \text{shift}\circ\alpha`;
+  1. :math:`G` once, from the scores :math:`s_i = \sum_{j\in SV}\alpha_jy_jK(x_j,x_i)` computed
+     blockwise on the workers, where the blocks live; only the support vectors and their
+     coefficients travel;
   2. the maximal KKT violation over *all* rows,
      :math:`\max_{I_{up}} -y_tG_t - \min_{I_{low}} -y_tG_t`, is tested against ``tol``
      (the stopping rule of SMO and the batched solver): below it, the solution is the
      minimiser of the whole problem;
-  3. otherwise one worker solves the problem restricted to the support vectors and the
-     most violating rows at zero (at most ``max(MAX_ADD, #SV)`` of them; warm-started),
-     which lowers the objective; back to 1.
+  3. otherwise one worker solves the problem restricted to a working set :math:`W` (the free
+     multipliers and the bound ones that can take part in a violating pair against the
+     extremes, the most violating first, at most ``max(MAX_ADD, ADD_PER_ROW n, 2 #free)``; see
+     :func:`solve_restricted`), every other multiplier held where it is; this lowers the
+     objective (the maximal violating pair is in :math:`W`);
+  4. :math:`G \mathrel{+}= Q_{\cdot D}\,\Delta\alpha_D` over the multipliers :math:`D` that
+     changed, blockwise on the workers again (few rows: the support vectors at their bound
+     that stayed there, most of them, cost nothing); back to 2.
 
   Each round strictly lowers the objective and there are finitely many working sets, so
   the loop ends; the solution is exact, as the local global solve.
@@ -47,9 +52,13 @@ from .solvers.base import Solution
 
 #: rows per scattered block of the global step
 BLOCK_ROWS = 50_000
-#: rows at zero added to the working set per round of the global step: at most this many,
-#: or as many as there are support vectors
-MAX_ADD = 4000
+#: the working set of a round of the global step holds at most max(MAX_ADD, ADD_PER_ROW n, 2 #free)
+#: variables: each round costs two tasks (the restricted solve, the pass over the changed rows) on top
+#: of its work, so not too few; a solve grows faster than its size, so not too many (xor, 100k rows,
+#: 87,000 candidates in the first round; fit on one worker: 4,000 a round took 49 rounds and 24.6 s,
+#: 8,000 17 rounds and 19.5 s, 12,000 9 rounds and 18.6 s, 20,000 11 rounds and 27.2 s)
+MAX_ADD = 2000
+ADD_PER_ROW = 0.12
 
 
 class WorkerLostError(RuntimeError):
@@ -203,6 +212,49 @@ def _violation(y, G, alpha, U):
     return float(mg[up].max(initial=-np.inf)), float(mg[low].min(initial=np.inf))
 
 
+def _movable(y, G, alpha, U, m_up, m_low):
+    """How far each variable is from the KKT condition against the extremes ``m_up``, ``m_low``:
+    positive for a variable that can take part in a violating pair (a bound variable on the
+    wrong side of the other set's extreme), ``inf`` for the free ones (always in play)."""
+    mg = -y * G
+    up = ((y > 0) & (alpha < U)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < U))
+    amount = np.full(y.shape[0], -np.inf)
+    only_up = up & ~low
+    only_low = low & ~up
+    amount[only_up] = mg[only_up] - m_low
+    amount[only_low] = m_up - mg[only_low]
+    amount[up & low] = np.inf
+    return amount
+
+
+def solve_restricted(part, G_w, options):
+    """One round of the global step on a worker: the problem restricted to the working set ``W``
+    (``part``: its rows, its multipliers as ``alpha0``), every other multiplier held where it is.
+    Its linear term makes the restricted gradient equal the whole problem's ``G_w`` at the start,
+    :math:`p'_W = G_W - Q_{WW}\alpha_W` (``Q_{WW}\alpha_W`` from W's support vectors only: W is
+    small), and its equality constraint keeps :math:`y_W^T\alpha_W` (the others are fixed).
+    Returns :func:`maxmargin.solvers.divide.solve_part`'s tuple."""
+    import dataclasses
+
+    from .kernels.engine import kernel_times
+    from .solvers import batched
+    from .solvers.divide import pick_solver, solve_part
+
+    a = np.asarray(part.alpha0, dtype=np.float64)
+    sv = np.flatnonzero(a > 0)
+    own = np.zeros(a.shape[0])
+    if sv.size:
+        Xw = part.X[part.index]
+        own = part.y * kernel_times(part.kernel, Xw, Xw[sv], a[sv] * part.y[sv])
+    G_w = np.asarray(G_w, dtype=np.float64)
+    part = dataclasses.replace(part, p=G_w - own - part.shift * a, delta=float(part.y @ a))
+    options = dict(options)
+    if pick_solver(options.get("part_solver", "auto"), part.n_var) is batched:
+        options["grad0"] = G_w  # the restricted gradient at the start is the whole one: no second pass
+    return solve_part(part, options)
+
+
 def global_solve(
     problem,
     executor,
@@ -218,7 +270,7 @@ def global_solve(
     """The exact global step on the workers (see the module docstring), from
     ``problem.alpha0``; returns a :class:`~maxmargin.solvers.base.Solution` whose
     ``violation`` is the maximal KKT violation over all rows."""
-    from .solvers.divide import solve_part, subproblem
+    from .solvers.divide import subproblem
     from .solvers.smo import compute_rho, initial_alpha
 
     n = problem.n_var
@@ -231,16 +283,19 @@ def global_solve(
     n_iter = 0
     status = "max_iter"
     viol = np.inf
+    # the whole gradient once, then only what the changed multipliers add to it
+    sv = np.flatnonzero(alpha > 0)
+    tr = time.perf_counter()
+    G = y * executor.scores(problem.X, problem.kernel, sv, alpha[sv] * y[sv]) + p + shift * alpha
+    t_scores = time.perf_counter() - tr
     for rnd in range(max_rounds + 1):
-        sv = np.flatnonzero(alpha > 0)
-        tr = time.perf_counter()
-        s = executor.scores(problem.X, problem.kernel, sv, alpha[sv] * y[sv])
-        t_scores = time.perf_counter() - tr
-        G = y * s + p + shift * alpha
         m_up, m_low = _violation(y, G, alpha, U)
         viol = m_up - m_low
         if verbose:
-            print(f"[divide/dask] global round {rnd}: violation {viol:.3e}, {sv.size} SVs, scores {t_scores:.2f}s")
+            print(
+                f"[divide/dask] global round {rnd}: violation {viol:.3e}, {np.count_nonzero(alpha)} SVs, "
+                f"scores {t_scores:.2f}s"
+            )
         if viol < tol:
             status = "converged"
             break
@@ -249,21 +304,35 @@ def global_solve(
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
             status = "time_limit"
             break
-        # rows at zero that violate the KKT condition against the extremes
-        zero = np.flatnonzero(alpha == 0)
-        amount = np.where(y[zero] > 0, -G[zero] - m_low, m_up - G[zero])
-        bad = zero[amount > 0.5 * tol]
-        cap = max(MAX_ADD, sv.size)  # the working set stays within twice the support vectors
-        if bad.size > cap:
-            bad = bad[np.argsort(-amount[amount > 0.5 * tol], kind="stable")[:cap]]
-        work = np.union1d(sv, bad)
+        # the working set: the free multipliers and the bound ones that can take part in a
+        # violating pair (the most violating first); the rest stay where they are
+        amount = _movable(y, G, alpha, U, m_up, m_low)
+        cand = np.flatnonzero(amount > 0)
+        free = int(np.count_nonzero(np.isinf(amount[cand])))
+        cap = max(MAX_ADD, int(ADD_PER_ROW * n), 2 * free)
+        if cand.size > cap:
+            cand = cand[np.argsort(-amount[cand], kind="stable")[:cap]]
+        work = np.sort(cand)
         tr = time.perf_counter()
-        (res,) = executor.map(solve_part, [(subproblem(problem, work, alpha[work]), opts)])
+        (res,) = executor.map(solve_restricted, [(subproblem(problem, work, alpha[work]), G[work], opts)])
         if verbose:
             print(f"[divide/dask] working set of {work.size} solved in {time.perf_counter() - tr:.2f}s")
+        d = res[0] - alpha[work]
+        ch = np.flatnonzero(d)
         alpha = alpha.copy()
         alpha[work] = res[0]
         n_iter += int(res[4])
+        if ch.size == 0:
+            status = "stalled"
+            break
+        rows = work[ch]
+        tr = time.perf_counter()
+        G = (
+            G
+            + y * executor.scores(problem.X, problem.kernel, rows, d[ch] * y[rows])
+            + shift * np.bincount(rows, weights=d[ch], minlength=n)
+        )
+        t_scores = time.perf_counter() - tr
     rho = compute_rho(y, G, alpha, U)
     return Solution(
         alpha=alpha,

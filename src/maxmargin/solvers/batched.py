@@ -51,7 +51,7 @@ from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 #: the common options it reads (the others are ignored), its own options, and its traits.
 PROBLEMS = ("dual", "nu-dual")
 OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
-OWN_OPTIONS = ("working_set_size_", "inner_max_iter")
+OWN_OPTIONS = ("working_set_size_", "inner_max_iter", "grad0")
 TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
@@ -409,7 +409,9 @@ def solve(problem, **options):
     Parameters are those of :func:`maxmargin.solvers.smo.solve` (``shrinking``
     as there; the nu-variant always runs without), plus
     ``working_set_size_`` (q; default from ``n`` and ``cache_size``) and
-    ``inner_max_iter`` (steps of the inner SMO per round; default ``10 q``).
+    ``inner_max_iter`` (steps of the inner SMO per round; default ``10 q``) and
+    ``grad0`` (the gradient :math:`Q\alpha_0 + p` at the warm start, when the caller has it:
+    the first pass over the support vectors is then skipped).
     ``max_iter`` counts inner SMO steps, as in the two-variable solver.
 
     All parallel work runs on Numba's threads; BLAS is held to one thread
@@ -432,6 +434,7 @@ def _solve(
     callback_info=None,
     shrinking=True,
     inner_max_iter=None,
+    grad0=None,
 ):
     nu = bool(problem.nu_constraints)
     if nu:
@@ -469,30 +472,68 @@ def _solve(
     vpos = kidx.copy()
     m_cols = n_data
 
-    stats = {"rebuilds": 0, "rebuild_time": 0.0}
+    stats = {"rebuilds": 0, "delta_rebuilds": 0, "rebuild_time": 0.0}
     identity_index = n_var == n_data and bool(np.array_equal(kidx, np.arange(n_data)))
 
+    # What the rebuild needs: each shrink's dropped variables with the position in the change log at
+    # that moment (their gradient was exact then), and the log of the multipliers the rounds changed
+    # (variables and their values before the change), chunk by chunk.
+    shrunk = []  # (log position, dropped variables)
+    log_vars, log_old = [], []
+    log_len = [0]
+
+    def delta_cost():
+        """Kernel values a rebuild from the changes costs (``sum |dropped| x |changed since|``), and the
+        changes: the variables changed since each shrink, with their value at that shrink."""
+        if not log_vars:
+            return 0, None
+        changed = np.concatenate(log_vars)
+        before = np.concatenate(log_old)
+        cost, parts = 0, []
+        for pos, dropped in shrunk:
+            u, first = np.unique(changed[pos:], return_index=True)
+            d = alpha[u] - before[pos + first]
+            nz = d != 0.0
+            parts.append((dropped, u[nz], d[nz]))
+            cost += dropped.size * int(nz.sum())
+        return cost, parts
+
+    def kernel_sum(vars_, coef_v, targets):
+        """``y_t * sum_j K(t, j) coef_j`` for the target variables (one coefficient per variable)."""
+        if identity_index:  # one variable per data row, in order
+            vals = kr.times(vars_, coef_v, targets)
+        else:  # one coefficient per data row (SVR: two variables share a row)
+            rows, inv = np.unique(kidx[vars_], return_inverse=True)
+            coef = np.zeros(rows.size)
+            np.add.at(coef, inv, coef_v)
+            trows, tinv = np.unique(kidx[targets], return_inverse=True)
+            vals = kr.times(rows, coef, trows)[tinv]
+        return y[targets] * vals
+
     def rebuild_inactive_gradient(active_mask):
-        """G of the variables outside the active set, from the support vectors."""
+        """G of the variables outside the active set: from the multipliers changed since each was
+        dropped (its gradient was exact then: ``G_t += y_t sum_j K(t, j) y_j (alpha_j - alpha_j^then)``),
+        or from all the support vectors when that is cheaper (early shrinks, few support vectors)."""
         inactive = np.flatnonzero(~active_mask)
         if inactive.size == 0:
             return
         stats["rebuilds"] += 1
         tr = time.perf_counter()
         sv = np.flatnonzero(alpha > 0)
-        if identity_index:  # one variable per data row, in order
-            rows, coef = sv, alpha[sv] * y[sv]
-            trows = inactive
-        else:  # one coefficient per data row (SVR: two variables share a row)
-            rows, inv = np.unique(kidx[sv], return_inverse=True)
-            coef = np.zeros(rows.size)
-            np.add.at(coef, inv, alpha[sv] * y[sv])
-            trows, tinv = np.unique(kidx[inactive], return_inverse=True)
+        cost, parts = delta_cost() if shrunk else (0, None)
         with blas_threads(os.cpu_count() or 1):
-            vals = kr.times(rows, coef, trows)
-        if not identity_index:
-            vals = vals[tinv]
-        G[inactive] = p[inactive] + shift[inactive] * alpha[inactive] + y[inactive] * vals
+            if parts is not None and cost < inactive.size * sv.size:
+                stats["delta_rebuilds"] += 1
+                for dropped, vars_, d in parts:
+                    if vars_.size:
+                        G[dropped] += kernel_sum(vars_, d * y[vars_], dropped)
+            else:
+                own = p[inactive] + shift[inactive] * alpha[inactive]
+                G[inactive] = own + kernel_sum(sv, alpha[sv] * y[sv], inactive)
+        shrunk.clear()
+        log_vars.clear()
+        log_old.clear()
+        log_len[0] = 0
         stats["rebuild_time"] += time.perf_counter() - tr
 
     def set_active(new_act):
@@ -524,7 +565,11 @@ def _solve(
 
     # gradient G = Q alpha + p (warm starts: from the nonzero alphas)
     G = p + shift * alpha
-    if np.any(alpha > 0):
+    if grad0 is not None:
+        G = np.array(grad0, dtype=np.float64)
+        if G.shape != (n_var,) or not np.all(np.isfinite(G)):
+            raise ValueError(f"grad0 must hold {n_var} finite values, got shape {G.shape}")
+    elif np.any(alpha > 0):
         G[:] = 0.0
         rebuild_inactive_gradient(np.zeros(n_var, dtype=bool))
 
@@ -562,6 +607,7 @@ def _solve(
             drop = _shrinkable(act, y, G, alpha, U, gmax1, gmax2)
             drop &= ~in_ws[act]
             if drop.sum() > 0.1 * act.size:
+                shrunk.append((log_len[0], act[drop]))
                 set_active(act[~drop])
                 score, up, low = score[~drop], up[~drop], low[~drop]
         # ---- select: q/2 new violators (q at the start), balanced between I_up and I_low
@@ -655,6 +701,10 @@ def _solve(
         if ch.size:
             stalls = 0
             vars_ = ws_occ[ch]
+            if shrunk:  # the changes the next rebuild of the dropped variables needs
+                log_vars.append(vars_)
+                log_old.append(a_old[ch])
+                log_len[0] += ch.size
             _grad_update(KB, occ[ch].astype(np.int64), d[ch] * y[vars_], act, vpos, y, G, m_cols)
             G[vars_] += shift[vars_] * d[ch]
         elif it == 0:

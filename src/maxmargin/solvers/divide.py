@@ -394,7 +394,12 @@ def solve(
                 vars_ = vars_[alpha[vars_] > 0]
             members.append((int(g), vars_))
             items.append((subproblem(problem, vars_, alpha[vars_] if alpha[vars_].any() else None), part_opts))
-        results = executor.map(solve_part, items)
+        # the largest parts first: the workers (threads or Dask's) finish closer together
+        order = np.argsort([-v.size for _, v in members], kind="stable")
+        done = executor.map(solve_part, [items[i] for i in order])
+        results = [None] * len(items)
+        for i, res in zip(order, done):
+            results[i] = res
         new = np.zeros(problem.n_var)
         rho = {}
         for (g, vars_), res in zip(members, results):
