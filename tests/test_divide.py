@@ -30,7 +30,10 @@ def _blobs(rng, n=400, d=3, k=2, sparse=False):
 
 @pytest.mark.parametrize("form", ["l1", "l2"])
 @pytest.mark.parametrize("sparse", [False, True])
-@pytest.mark.parametrize("opts", [dict(n_parts=4), dict(n_parts=8, levels=2, partition="random")])
+@pytest.mark.parametrize(
+    "opts",
+    [dict(n_parts=4), dict(n_parts=8, levels=2, partition="random"), dict(n_parts=5, part_solver="batched")],
+)
 def test_solver_matches_qp_reference(rng, form, sparse, opts):
     X, y = _blobs(rng, n=300, sparse=sparse)
     ypm = np.where(y == 1, 1.0, -1.0)
@@ -50,6 +53,25 @@ def test_solver_matches_qp_reference(rng, form, sparse, opts):
     levels = sol.extra["divide"]
     assert [r["level"] for r in levels] == list(range(opts.get("levels", 1), -1, -1))
     assert levels[0]["parts"] == opts["n_parts"]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_whole_gradient_from_the_parts(rng, sparse):
+    """The global step's start: each part's own gradient plus the other parts' support vectors is
+    the whole problem's gradient at the union of the parts' solutions (rows gathered: a subset)."""
+    X, y = _blobs(rng, n=260, sparse=sparse)
+    rows = np.sort(rng.choice(260, size=200, replace=False))
+    ypm = np.where(y[rows] == 1, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=0.3, X=X)
+    prob = csvc_problem(X, k, ypm, 1.0, 0.5, True, index=rows)  # the l2 form: a shift on the diagonal
+    labels = rng.integers(4, size=200)
+    members = [(g, np.flatnonzero(labels == g)) for g in range(4)]
+    results = [divide.solve_part(divide.subproblem(prob, v), dict(tol=1e-6)) for _, v in members]
+    alpha = np.zeros(200)
+    for (_, v), res in zip(members, results):
+        alpha[v] = res[0]
+    G = divide.whole_gradient(prob, alpha, members, results)
+    np.testing.assert_allclose(G, prob.q_matrix() @ alpha + prob.p, atol=1e-10)
 
 
 def test_kmeans_partition_follows_clusters(rng):

@@ -229,7 +229,7 @@ def _movable(y, G, alpha, U, m_up, m_low):
 
 
 def solve_restricted(part, G_w, options):
-    """One round of the global step on a worker: the problem restricted to the working set ``W``
+    r"""One round of the global step on a worker: the problem restricted to the working set ``W``
     (``part``: its rows, its multipliers as ``alpha0``), every other multiplier held where it is.
     Its linear term makes the restricted gradient equal the whole problem's ``G_w`` at the start,
     :math:`p'_W = G_W - Q_{WW}\alpha_W` (``Q_{WW}\alpha_W`` from W's support vectors only: W is

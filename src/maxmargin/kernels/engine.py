@@ -377,13 +377,15 @@ class KernelRows:
                 Xt = self.Xs[targets]
                 t_arrays = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64), Xt.data)
                 r_arrays = _csr_arrays(self.Xs[rows])
-            else:  # dense rows as CSR arrays with every entry stored (no scipy conversion)
-                t_arrays = _dense_as_csr(self.X[targets])
-                r_arrays = _dense_as_csr(self.X[rows])
+            else:  # dense rows as CSR arrays with every entry stored (no scipy conversion), without
+                # the zero columns the BLAS path pads (22 features: 24 products a kernel value, not 22)
+                Xo = self.X_orig
+                t_arrays = _dense_as_csr(Xo[targets])
+                r_arrays = _dense_as_csr(Xo[rows])
             res = np.empty(targets.size)
             (_times_sparse_par if parallel else _times_sparse_ser)(
                 *r_arrays,
-                self.X.shape[1],
+                self.X_orig.shape[1],
                 *t_arrays,
                 self.sq[targets],
                 np.ascontiguousarray(self.sq[rows]),

@@ -25,9 +25,15 @@ but each *round* works on a working set :math:`B` of up to :math:`q` variables
    :math:`G \mathrel{+}= y \circ K_{B\cdot}^T (y_B \circ \Delta\alpha_B)` over the
    rows whose :math:`\alpha` changed;
 5. **shrinking** (LIBSVM's rule) every second round; once the active problem is
-   solved, the gradient of the shrunk variables is rebuilt from the support
-   vectors (one fused compiled pass for sparse and narrow data) and all are
-   checked again.
+   solved, the gradient of the shrunk variables is rebuilt and all are checked
+   again.  Each shrunk variable's gradient was exact when it was dropped, so the
+   rebuild adds only what the multipliers changed since then contributed,
+   :math:`G_t \mathrel{+}= y_t\sum_{j\in D}K(x_t,x_j)\,y_j(\alpha_j-\alpha_j^{then})`
+   (the rounds log the old values of what they change); from all the support
+   vectors instead when that costs fewer kernel values (one fused compiled pass
+   for sparse and narrow data).  Where most support vectors sit at a bound from
+   early on, :math:`D` is a few thousand multipliers against tens of thousands of
+   support vectors (xor, 100k rows: the rebuild 4.1 s -> 0.8 s, the fit 0.76x).
 
 The kernel-block work is behind :class:`KernelRows`, so another array backend
 can take its place.

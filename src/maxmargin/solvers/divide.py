@@ -449,7 +449,10 @@ def solve(
                 opts["callback_info"] = callback_info
         if time_limit is not None:
             opts["time_limit"] = max(time_limit - (tg - t0), 1e-3)
-        sol = pick_solver(part_solver, problem.n_var).solve(problem, **opts)
+        solver = pick_solver(part_solver, problem.n_var)
+        if solver.__name__.endswith("batched") and levels == 1:
+            opts["grad0"] = whole_gradient(problem, alpha, members, results)
+        sol = solver.solve(problem, **opts)
     report.append(
         dict(
             level=0,
@@ -465,6 +468,27 @@ def solve(
     extra["divide"] = report
     sol.extra = extra
     return sol
+
+
+def whole_gradient(problem, alpha, members, results):
+    r""":math:`G = Q\alpha + p` of the whole problem at the union of the first-level parts' solutions,
+    from each part's own gradient :math:`G_P = Q_{PP}\alpha_P + p_P` (returned by its solver) plus the
+    other parts' support vectors, :math:`G_P \mathrel{+}= Q_{P\bar P}\alpha_{\bar P}`: the blocks on
+    the diagonal are not computed again (1/n_parts of the kernel values of a pass over all rows)."""
+    from ..kernels.engine import kernel_times
+
+    G = np.empty(problem.n_var)
+    sv = np.flatnonzero(alpha > 0)
+    coef = alpha * problem.y
+    X, idx = problem.X, problem.index
+    for (_, vars_), res in zip(members, results):
+        G[vars_] = res[2]
+        others = np.setdiff1d(sv, vars_, assume_unique=True)
+        if others.size and vars_.size:
+            G[vars_] += problem.y[vars_] * kernel_times(
+                problem.kernel, _rows(X, idx[vars_]), _rows(X, idx[others]), coef[others]
+            )
+    return G
 
 
 # ----------------------------------------------------------------- early prediction
