@@ -91,8 +91,8 @@ def test_predict_from_proba_is_the_argmax():
 
 
 def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch):
-    """Folds of >= 4000 rows of 64 features go to the batched solver (warm-started; SMO's kernel rows are dear,
-    SVC._folds_batched): each fold's held-out decision values equal LIBSVM's cold fit on the fold's rows, and
+    """Folds of >= 4000 rows of 64 features go to the batched solver (warm-started from the full fit's multipliers
+    and gradient; SMO's kernel rows are dear, SVC._folds_batched): each fold's held-out decision values equal LIBSVM's cold fit on the fold's rows, and
     the model is the same bit for bit on one thread and on all."""
     import numba
     import scipy.sparse as sp
@@ -106,13 +106,15 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
 
     def spy_fit(X_, y_, bounds, kern, formulation, solver, rows=None, **options):
         if rows is not None and rows.shape[0] < X_.shape[0]:
-            solvers.append((formulations.resolve_solver(formulation, solver, rows.shape[0]), "alpha0" in options))
+            name = formulations.resolve_solver(formulation, solver, rows.shape[0])
+            solvers.append((name, "alpha0" in options, "grad0" in options))
         return real_fit_binary(X_, y_, bounds, kern, formulation, solver, rows=rows, **options)
 
     monkeypatch.setattr(formulations, "fit_binary", spy_fit)
     captured = _capture_cv(monkeypatch)
     est = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
-    assert solvers == [("batched", True)] * probability.N_FOLDS  # five warm-started batched folds
+    # five warm-started batched folds, each from the full fit's gradient (probability.fold_start)
+    assert solvers == [("batched", True, True)] * probability.N_FOLDS
     ((ysub, plan, dec),) = captured
     reference = np.zeros_like(dec)
     for train, test in plan:
@@ -227,3 +229,47 @@ def test_fold_layout_of_all_pairs_is_plan_of_each():
         for f, (train, test) in enumerate(probability.plan_of(perm)):
             assert np.array_equal(np.flatnonzero(f_rows == f), np.sort(test))
             assert np.array_equal(np.flatnonzero(f_rows != f), train)
+
+
+def test_restore_equality_moves_few_multipliers(rng):
+    """A fold's warm start: y'alpha = 0 again, within the box, by the largest multipliers of the side in
+    excess; the compiled twin (the one-vs-one folds, rows of class a first) moves the same ones."""
+    from maxmargin.solvers.ovo_folds import _restore_equality
+
+    n, na = 300, 140
+    y = np.r_[np.ones(na), -np.ones(n - na)]
+    U = rng.uniform(0.5, 2.0, size=n)
+    a = np.where(rng.random(n) < 0.5, U, rng.uniform(0, 1, size=n) * U)  # half at the bound
+    a[rng.random(n) < 0.3] = 0.0
+    r = y @ a
+    fixed = probability.restore_equality(a, y)
+    assert abs(y @ fixed) < 1e-9 and np.all(fixed >= 0) and np.all(fixed <= U)
+    moved = np.flatnonzero(fixed != a)
+    side = np.flatnonzero(y == np.sign(r))
+    biggest = side[np.argsort(-a[side], kind="stable")][: moved.size]
+    assert set(moved) == set(biggest)  # the largest of the side in excess, nothing else
+    assert 0 < moved.size < side.size // 2
+    twin = a.copy()
+    _restore_equality(twin, na)
+    np.testing.assert_allclose(twin, fixed, atol=1e-12)
+    # one class left: its multipliers go (largest first) until y'alpha = 0, i.e. all
+    assert np.array_equal(probability.restore_equality(np.r_[1.0, 0.5], np.r_[1.0, 1.0]), np.r_[0.0, 0.0])
+
+
+def test_fold_start_gradient_is_the_folds(rng):
+    """The batched folds' start: the fold's gradient from the full fit's, less the held-out support
+    vectors, plus the few multipliers restore_equality moved."""
+    from maxmargin.kernels import make_kernel
+    from maxmargin.problem import csvc_problem
+    from maxmargin.solvers import smo
+
+    X, y01 = make_classification(n_samples=250, n_features=6, random_state=3)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    C = rng.uniform(0.5, 2.0, size=250)
+    k = make_kernel("rbf", gamma=0.2, X=X)
+    full = smo.solve(csvc_problem(X, k, y, C), tol=1e-6)
+    train = np.sort(rng.choice(250, size=200, replace=False))
+    a0, g0 = probability.fold_start(X, k, y, full.alpha, full.grad, train)
+    fold = csvc_problem(X, k, y[train], C[train], index=train)
+    assert abs(y[train] @ a0) < 1e-9 and np.all(a0 >= 0) and np.all(a0 <= C[train])
+    np.testing.assert_allclose(g0, fold.q_matrix() @ a0 + fold.p, atol=1e-9)

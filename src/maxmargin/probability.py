@@ -316,6 +316,50 @@ def held_out_decision(X, kernel, train, test, fit, ytrain, parallel=True):
     return kernel_times(kernel, X[test], X[cols], coef, parallel=parallel) - fit.rho
 
 
+def restore_equality(alpha, y):
+    r"""``alpha`` (within its box) with :math:`y^T\alpha = 0` restored by changing as few multipliers as
+    possible: the excess :math:`r = y^T\alpha` is taken from the side that has it, largest multipliers
+    first (a copy; that side always holds at least :math:`|r|`).  A fold's warm start: the held-out rows
+    leave :math:`r = y_{test}^T\alpha_{test}`, a few multipliers' worth.  Spreading it over the whole
+    side instead (:func:`maxmargin.solvers.smo.initial_alpha`'s rule, in proportion) moves every support
+    vector at its bound off it, and SMO then spends steps putting them back (sparse40k, 8,000 rows: 2,700
+    SMO steps a fold instead of 4,800)."""
+    a = np.array(alpha, dtype=np.float64)
+    r = float(y @ a)
+    if r == 0.0:
+        return a
+    cand = np.flatnonzero((y == np.sign(r)) & (a > 0))
+    cand = cand[np.argsort(-a[cand], kind="stable")]
+    before = np.r_[0.0, np.cumsum(a[cand])[:-1]]
+    a[cand] -= np.clip(abs(r) - before, 0.0, a[cand])
+    return a
+
+
+def fold_start(X, kernel, y, alpha, grad, train, parallel=True):
+    r"""A warm start for a fold of the 1-norm C-SVC dual (:math:`p = -1`, no shift) and its gradient,
+    from the full fit's multipliers ``alpha`` and gradient ``grad`` (all rows of the problem).
+
+    The fold keeps the rows ``train``; without the held-out ones :math:`y^T\alpha` is off by
+    :math:`r = y_{test}^T\alpha_{test}`, which is taken from as few multipliers as possible
+    (:func:`restore_equality`).  Then
+    :math:`G^{fold}_t = G_t - y_t\sum_{j\in test}K_{tj}\,y_j\alpha_j + y_t\sum_{j\in changed}K_{tj}\,y_j\Delta\alpha_j`:
+    the held-out support vectors and a few changed multipliers, about a quarter of the kernel values of a
+    gradient from the fold's own support vectors.  Returns ``(alpha0, grad0)`` over ``train``."""
+    n = y.shape[0]
+    test = np.ones(n, dtype=bool)
+    test[train] = False
+    yt = y[train]
+    a = restore_equality(alpha[train], yt)
+    changed = np.flatnonzero(a != alpha[train])
+    held = np.flatnonzero(test & (alpha > 0))
+    rows = np.concatenate([held, train[changed]])
+    coef = np.concatenate([-alpha[held] * y[held], (a[changed] - alpha[train][changed]) * yt[changed]])
+    g = np.array(grad[train], dtype=np.float64)
+    if rows.size:
+        g += yt * kernel_times(kernel, _rows(X, train), _rows(X, rows), coef, parallel=parallel)
+    return a, g
+
+
 def fold_workers():
     """Threads for the folds: the cores this process may use, at most Numba's thread
     count (``numba.set_num_threads`` limits it) and the number of folds."""

@@ -915,11 +915,19 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if posed and fit.alpha is not None and kern.name != "callable":
             shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size)
         warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
+        # the batched folds (warm 1-norm C-SVC) start from the full fit's gradient, less the held-out rows
+        full_grad = None
+        if warm is not None and not posed and self._folds_batched(Xs, kern) and "train_decision" in fit.extra:
+            full_grad = ysub * (fit.extra["train_decision"] + fit.rho) - 1.0
 
         def fit_fold(train, alpha0):
             problem = self._fold_problem(Xs, ysub, bounds, kern, train)
             if problem is None:
-                return self._fit_pair(Xs, ysub[train], bounds[train], kern, options, alpha0, rows=train)
+                opts = options
+                if full_grad is not None and alpha0 is not None:
+                    alpha0, g0 = probability.fold_start(Xs, kern, ysub, warm, full_grad, train)
+                    opts = dict(options, grad0=g0)
+                return self._fit_pair(Xs, ysub[train], bounds[train], kern, opts, alpha0, rows=train)
             pool = shared.pool() if shared is not None else smo.KernelRowPool(self.cache_size)
             with smo.kernel_row_pool(pool):
                 return self._fit_fold_problem(problem, options, alpha0)
@@ -1337,8 +1345,8 @@ class SVC(BaseSVMClassifier):
         )
 
     def _fit_fold_problem(self, problem, options, alpha0):
-        if alpha0 is not None:
-            problem.alpha0 = np.asarray(alpha0, dtype=np.float64)
+        if alpha0 is not None:  # y'alpha = 0 restored on few multipliers (probability.restore_equality)
+            problem.alpha0 = probability.restore_equality(alpha0, problem.y)
         sol = smo.solve(problem, **options)  # 'l1' + 'smo': the same solution and rho as fit_binary
         return formulations.BinaryFit(
             alpha=sol.alpha,

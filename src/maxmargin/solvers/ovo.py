@@ -193,7 +193,7 @@ def _solve_pairs(
         res[p, 2] = it
         res[p, 3] = _violation(y, G, alpha, U)
         fold_its = 0
-        for f in range(n_folds):
+        for f in range(n_folds):  # each from this pair's alpha, y'alpha = 0 restored on few multipliers
             fold_its += one_fold(
                 Da, Db, off, offT, U, alpha, fold_of[o : o + n], f, fold_tol, max_iter, shrinking, cv_out[o : o + n]
             )

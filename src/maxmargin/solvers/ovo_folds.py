@@ -11,9 +11,9 @@ kernel value computed twice, no Python call per fold):
   pair's blocks as they are: the held-out rows get the upper bound 0, which keeps their
   multipliers at 0 and them out of SMO's selection and stopping test (no copy of any block);
 * it starts from the full fit's multipliers on those rows, with the equality constraint
-  :math:`y^T\alpha = 0` restored by taking the excess from the side that has too much, in
-  proportion to its multipliers (so zeros stay zero; :func:`maxmargin.solvers.smo.initial_alpha`'s
-  rule), and the gradient :math:`Q\alpha - e` is formed from the blocks;
+  :math:`y^T\alpha = 0` restored by taking the excess from the side that has too much, its largest
+  multipliers first (:func:`maxmargin.probability.restore_equality`: few multipliers move, the support
+  vectors at their bound stay there), and the gradient :math:`Q\alpha - e` is formed from the blocks;
 * :func:`maxmargin.solvers.pair_smo.pair_smo` (WSS3, shrinking, the same stopping rule as every
   SMO here) solves it, LIBSVM's rule gives the offset over the training rows, and the held-out
   rows' decision values :math:`\sum_s \alpha_s y_s K(x_t, x_s) - \rho` are read off the gradient,
@@ -35,21 +35,26 @@ from .smo import compute_rho
 
 @njit(cache=True, nogil=True)
 def _restore_equality(alpha, na):
-    """Make sum(alpha[:na]) == sum(alpha[na:]) by scaling down the side with more (in place)."""
+    """Make sum(alpha[:na]) == sum(alpha[na:]) by taking the excess from the side with more, its largest
+    multipliers first (in place): as few multipliers as possible leave their value, so the support
+    vectors at their bound mostly stay there (:func:`maxmargin.probability.restore_equality`)."""
     sa = 0.0
     for t in range(na):
         sa += alpha[t]
     sb = 0.0
     for t in range(na, alpha.shape[0]):
         sb += alpha[t]
-    if sa > sb and sa > 0.0:
-        keep = sb / sa
-        for t in range(na):
-            alpha[t] *= keep
-    elif sb > sa and sb > 0.0:
-        keep = sa / sb
-        for t in range(na, alpha.shape[0]):
-            alpha[t] *= keep
+    lo, hi, excess = (0, na, sa - sb) if sa > sb else (na, alpha.shape[0], sb - sa)
+    if excess <= 0.0:
+        return
+    order = np.argsort(-alpha[lo:hi], kind="mergesort")
+    for k in range(order.shape[0]):
+        t = lo + order[k]
+        take = min(alpha[t], excess)
+        alpha[t] -= take
+        excess -= take
+        if excess <= 0.0:
+            break
 
 
 @njit(cache=True, nogil=True)
