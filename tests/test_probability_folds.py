@@ -91,9 +91,10 @@ def test_predict_from_proba_is_the_argmax():
 
 
 def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch):
-    """Folds of >= 4000 rows of 64 features go to the batched solver (warm-started from the full fit's multipliers
-    and gradient; SMO's kernel rows are dear, SVC._folds_batched): each fold's held-out decision values equal LIBSVM's cold fit on the fold's rows, and
-    the model is the same bit for bit on one thread and on all."""
+    """Folds of >= 4000 rows of 64 features go to the batched solver (warm-started from the full fit's
+    multipliers and gradient; SMO's kernel rows are dear, SVC._folds_batched): each fold's held-out decision
+    values equal LIBSVM's cold fit on the fold's rows, and the model is the same bit for bit on one thread
+    and on all."""
     import numba
     import scipy.sparse as sp
 
