@@ -71,6 +71,9 @@ INNER_TOL_FACTOR = 0.1
 EVICT_BOUND_FIRST = True
 #: the fraction of the working set that new violators replace each round
 NEW_FRACTION = 0.25
+#: the change log of the rebuild holds at most this many entries a variable (16 bytes each); past it the
+#: next rebuild is a whole one, from all support vectors
+LOG_MAX_PER_VAR = 4
 #: the working set starts with this many slots and doubles (up to q) after a round in which more
 #: than half of its members are free support vectors, or the nonzero multipliers number more than
 #: SV_PER_SLOT a slot: an easy problem (few support vectors, a few hundred SMO steps) is solved
@@ -486,12 +489,12 @@ def _solve(
     # (variables and their values before the change), chunk by chunk.
     shrunk = []  # (log position, dropped variables)
     log_vars, log_old = [], []
-    log_len = [0]
+    log_len = [0]  # entries logged; -1: past LOG_MAX_PER_VAR a variable, the next rebuild is a whole one
 
     def delta_cost():
         """Kernel values a rebuild from the changes costs (``sum |dropped| x |changed since|``), and the
         changes: the variables changed since each shrink, with their value at that shrink."""
-        if not log_vars:
+        if not log_vars or log_len[0] < 0:
             return 0, None
         changed = np.concatenate(log_vars)
         before = np.concatenate(log_old)
@@ -707,10 +710,14 @@ def _solve(
         if ch.size:
             stalls = 0
             vars_ = ws_occ[ch]
-            if shrunk:  # the changes the next rebuild of the dropped variables needs
+            if shrunk and log_len[0] >= 0:  # the changes the next rebuild of the dropped variables needs
                 log_vars.append(vars_)
                 log_old.append(a_old[ch])
                 log_len[0] += ch.size
+                if log_len[0] > LOG_MAX_PER_VAR * n_var:  # memory bound: give the log up
+                    log_vars.clear()
+                    log_old.clear()
+                    log_len[0] = -1
             _grad_update(KB, occ[ch].astype(np.int64), d[ch] * y[vars_], act, vpos, y, G, m_cols)
             G[vars_] += shift[vars_] * d[ch]
         elif it == 0:
