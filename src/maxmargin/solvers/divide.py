@@ -449,8 +449,10 @@ def solve(
                 opts["callback_info"] = callback_info
         if time_limit is not None:
             opts["time_limit"] = max(time_limit - (tg - t0), 1e-3)
+        from . import batched
+
         solver = pick_solver(part_solver, problem.n_var)
-        if solver.__name__.endswith("batched") and levels == 1:
+        if solver is batched and levels == 1:  # the parts' gradients cover every variable
             opts["grad0"] = whole_gradient(problem, alpha, members, results)
         sol = solver.solve(problem, **opts)
     report.append(
