@@ -204,10 +204,16 @@ def _block_scores(block, kernel, sv):
     return kernel_times(kernel, block, Xsv, coef)
 
 
-def _violation(y, G, alpha, U):
-    """``(max_{I_up} -yG, min_{I_low} -yG)``."""
+def _up_low(y, alpha, U):
+    """The index sets I_up and I_low (as masks) of the KKT test."""
     up = ((y > 0) & (alpha < U)) | ((y < 0) & (alpha > 0))
     low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < U))
+    return up, low
+
+
+def _violation(y, G, alpha, U):
+    """``(max_{I_up} -yG, min_{I_low} -yG)``."""
+    up, low = _up_low(y, alpha, U)
     mg = -y * G
     return float(mg[up].max(initial=-np.inf)), float(mg[low].min(initial=np.inf))
 
@@ -217,8 +223,7 @@ def _movable(y, G, alpha, U, m_up, m_low):
     positive for a variable that can take part in a violating pair (a bound variable on the
     wrong side of the other set's extreme), ``inf`` for the free ones (always in play)."""
     mg = -y * G
-    up = ((y > 0) & (alpha < U)) | ((y < 0) & (alpha > 0))
-    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < U))
+    up, low = _up_low(y, alpha, U)
     amount = np.full(y.shape[0], -np.inf)
     only_up = up & ~low
     only_low = low & ~up
