@@ -133,7 +133,11 @@ def test_blockwise_predict_equals_in_memory(client, rng):
     np.testing.assert_array_equal(est.predict_proba(Xd).compute(), est.predict_proba(X))
     # two classes: a 1-D decision function; the early (routed) model too
     early = SVC(gamma=0.4, solver="divide", solver_options=dict(DASK, early_stop=1)).fit(X, y % 2)
-    np.testing.assert_array_equal(early.decision_function(Xd).compute(), early.decision_function(X))
+    # the routed model meets each part's support vectors in groups of rows whose sizes depend on the
+    # block, and the kernel's vectorised exp splits a block into SIMD lanes and a tail by its size:
+    # equal to the last bits, not bit for bit
+    np.testing.assert_allclose(early.decision_function(Xd).compute(), early.decision_function(X), rtol=0, atol=1e-12)
+    assert np.array_equal(early.predict(Xd).compute(), early.predict(X))
 
 
 def test_dataframe_input(client, rng):

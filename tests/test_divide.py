@@ -212,3 +212,22 @@ def test_dask_backend_without_client_says_so(rng):
     X, y = _blobs(rng, n=60)
     with pytest.raises(ValueError, match="active Dask client"):
         SVC(solver="divide", solver_options=dict(backend="dask")).fit(X, y)
+
+
+def test_cluster_sums_equal_the_one_hot_product(rng):
+    # the partition's centre distances sum kernel values per cluster without the one-hot product
+    K = rng.normal(size=(37, 50))
+    labels = rng.integers(0, 6, size=50)
+    labels[labels == 3] = 4  # cluster 3 empty
+    one = np.zeros((50, 7))
+    one[np.arange(50), labels] = 1.0
+    np.testing.assert_allclose(divide.cluster_sums(K, labels, 7), K @ one, rtol=1e-12, atol=1e-12)
+    csq = divide._centre_sq(K[:, :37] @ K[:, :37].T, labels[:37], 7)
+    Kss = K[:, :37] @ K[:, :37].T
+    size = np.maximum(one[:37].sum(axis=0), 1.0)
+    np.testing.assert_allclose(csq, ((Kss @ one[:37]) * one[:37]).sum(axis=0) / size**2, rtol=1e-12)
+    # the nearest centre: the smallest feature-space distance, an empty cluster never chosen
+    near = divide.nearest_centre(K[:, :37], labels[:37], csq, 7)
+    dist = csq[None, :] - 2.0 * (K[:, :37] @ one[:37]) / size[None, :]
+    dist[:, one[:37].sum(axis=0) == 0] = np.inf
+    np.testing.assert_array_equal(near, np.argmin(dist, axis=1))

@@ -74,17 +74,30 @@ def early_parts(est, X):
 
 def early_decision(est, X):
     """One-vs-one decision values (n, 1) of the routed model, in the estimator's layout
-    (positive for ``classes_[1]``): :math:`-f_{P(x)}(x)`."""
+    (positive for ``classes_[1]``): :math:`-f_{P(x)}(x)`.  The rows are grouped by part and
+    each group meets its own part's support vectors only (about 1/parts of the kernel
+    values of a product with all of them)."""
     part = early_parts(est, X)
     SV = densify_if_cheap(est.support_vectors_)
     coef = est.dual_coef_[0]
     kern = est._get_kernel()
     out = np.empty((X.shape[0], 1))
-    step = block_rows_for(max(est.support_.shape[0], 1))
-    for s in range(0, X.shape[0], step):
-        e = min(s + step, X.shape[0])
-        p = part[s:e]
-        K = np.asarray(kern(X[s:e], SV)) if est.support_.shape[0] else np.zeros((e - s, 0))
-        K = np.where(est._early_sv_group[None, :] == p[:, None], K, 0.0)  # each row: its part's SVs
-        out[s:e, 0] = K @ coef + est._early_rho[p]
+    sv_order = np.argsort(est._early_sv_group, kind="stable")
+    sv_bounds = np.searchsorted(est._early_sv_group[sv_order], np.arange(est._early_rho.shape[0] + 1))
+    row_order = np.argsort(part, kind="stable")
+    row_bounds = np.searchsorted(part[row_order], np.arange(est._early_rho.shape[0] + 1))
+    for g in range(est._early_rho.shape[0]):
+        rows = row_order[row_bounds[g] : row_bounds[g + 1]]
+        if rows.size == 0:
+            continue
+        svs = sv_order[sv_bounds[g] : sv_bounds[g + 1]]
+        if svs.size == 0:
+            out[rows, 0] = est._early_rho[g]
+            continue
+        SVg, cg = SV[svs], coef[svs]
+        step = block_rows_for(svs.size)
+        for s in range(0, rows.size, step):
+            r = rows[s : s + step]
+            K = np.asarray(kern(X[r], SVg))
+            out[r, 0] = np.einsum("ij,j->i", K, cg) + est._early_rho[g]  # row by row: blocks give the same
     return out

@@ -76,7 +76,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numba import prange
 
+from .._jit import parallel
 from ..problem import DualProblem
 from .base import Solution
 
@@ -134,23 +136,39 @@ def _dense(A):
     return A.toarray() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
 
 
+def _cluster_sums_rows(K, labels, out):
+    for r in prange(K.shape[0]):
+        for j in range(K.shape[1]):
+            out[r, labels[j]] += K[r, j]
+
+
+_cluster_sums_rows = parallel(_cluster_sums_rows, nogil=True)
+
+
+def cluster_sums(K, labels, k):
+    """``K @ one_hot(labels)``: for each row of ``K`` (n, m), the sum of its values over the
+    columns of each of the ``k`` clusters (an empty cluster sums to 0): O(n m) additions,
+    where the product with the one-hot matrix costs O(n m k) (xor 300k, 64 parts: 1.5 s of
+    the partition's 3.1 s)."""
+    K = np.ascontiguousarray(K, dtype=np.float64)
+    out = np.zeros((K.shape[0], k))
+    _cluster_sums_rows(K, np.ascontiguousarray(labels, dtype=np.int64), out)
+    return out
+
+
 def nearest_centre(K_xs, sample_labels, centre_sq, n_parts):
     """The nearest k-means centre of each row, from its kernel values ``K_xs`` with the
     sample (the constant :math:`K(x,x)` drops out of the comparison)."""
-    one = np.zeros((sample_labels.shape[0], n_parts))
-    one[np.arange(sample_labels.shape[0]), sample_labels] = 1.0
-    size = np.maximum(one.sum(axis=0), 1.0)
-    dist = centre_sq[None, :] - 2.0 * (K_xs @ one) / size[None, :]
-    empty = one.sum(axis=0) == 0
-    dist[:, empty] = np.inf
+    size = np.bincount(sample_labels, minlength=n_parts).astype(np.float64)
+    dist = centre_sq[None, :] - 2.0 * cluster_sums(K_xs, sample_labels, n_parts) / np.maximum(size, 1.0)[None, :]
+    dist[:, size == 0] = np.inf
     return np.argmin(dist, axis=1).astype(np.int64)
 
 
 def _centre_sq(Kss, labels, k):
-    one = np.zeros((labels.shape[0], k))
-    one[np.arange(labels.shape[0]), labels] = 1.0
-    size = np.maximum(one.sum(axis=0), 1.0)
-    return ((Kss @ one) * one).sum(axis=0) / size**2
+    size = np.maximum(np.bincount(labels, minlength=k), 1.0)
+    sums = cluster_sums(Kss, labels, k)  # (m, k)
+    return np.bincount(labels, weights=sums[np.arange(labels.shape[0]), labels], minlength=k) / size**2
 
 
 def kernel_kmeans(Kss, k, rng, n_iter=30, n_init=4):
@@ -161,10 +179,8 @@ def kernel_kmeans(Kss, k, rng, n_iter=30, n_init=4):
     for _ in range(n_init):
         labels = _kernel_kmeans_once(Kss, k, rng, n_iter)
         csq = _centre_sq(Kss, labels, k)
-        one = np.zeros((Kss.shape[0], k))
-        one[np.arange(Kss.shape[0]), labels] = 1.0
-        size = np.maximum(one.sum(axis=0), 1.0)
-        own = (Kss @ one)[np.arange(Kss.shape[0]), labels] / size[labels]
+        size = np.maximum(np.bincount(labels, minlength=k), 1.0)
+        own = cluster_sums(Kss, labels, k)[np.arange(Kss.shape[0]), labels] / size[labels]
         cost = float(np.sum(diag - 2.0 * own + csq[labels]))
         if cost < best_cost:
             best, best_cost = labels, cost
@@ -189,11 +205,10 @@ def _kernel_kmeans_once(Kss, k, rng, n_iter):
         axis=1,
     )
     for _ in range(n_iter):
-        csq = _centre_sq(Kss, labels, k)
-        one = np.zeros((m, k))
-        one[np.arange(m), labels] = 1.0
-        size = one.sum(axis=0)
-        dist = csq[None, :] - 2.0 * (Kss @ one) / np.maximum(size, 1.0)[None, :]
+        sums = cluster_sums(Kss, labels, k)
+        size = np.bincount(labels, minlength=k).astype(np.float64)
+        csq = np.bincount(labels, weights=sums[np.arange(m), labels], minlength=k) / np.maximum(size, 1.0) ** 2
+        dist = csq[None, :] - 2.0 * sums / np.maximum(size, 1.0)[None, :]
         dist[:, size == 0] = np.inf
         new = np.argmin(dist, axis=1)
         for c in np.flatnonzero(np.bincount(new, minlength=k) == 0):  # re-seed an emptied cluster
