@@ -4,6 +4,7 @@ machine's noise (the same fit moves by up to 1.5x between runs an hour apart) do
     python benchmarks/ab_versions.py --base 08ee4d6 --data xor --n 100000 --solver batched
     python benchmarks/ab_versions.py --base 08ee4d6 --data sparse40k --n 8000 --probability
     python benchmarks/ab_versions.py --base HEAD~1 --data ijcnn1 --n 60000 --solver divide --repeat 5
+    python benchmarks/ab_versions.py --base HEAD~1 --data mnist --linear dual --repeat 5
 
 ``--base`` is any git revision of this repository: its ``src/maxmargin`` is exported (``git archive``) into a
 temporary folder as the package ``mmbase`` (imports rewritten), beside the working tree's ``maxmargin``.
@@ -11,6 +12,7 @@ Every variant is fitted once untimed (compilation), then ``--repeat`` times, bas
 the table gives medians, head / base, and the largest difference of the objectives (and, with
 ``--probability``, of ``predict_proba`` on the first 2000 rows).  Data: bench_divide's generators (xor,
 mix20, skin, ijcnn1 pooled) and bench_probability's loaders (every set of datasets.py, pendigits, usps).
+``--linear dual|primal`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual 0.1, primal 0.01).
 """
 
 from __future__ import annotations
@@ -65,6 +67,14 @@ def load(name, n):
     return bench_probability.load(name, n)
 
 
+def load_linear(name):
+    """(X, y, LinearSVC parameters) of a bench_linear set (its training rows)."""
+    import bench_linear
+
+    X, y, _, _ = bench_linear.load(name)
+    return X, y, dict(C=bench_linear.C_OF.get(name, 1.0))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="git revision to compare the working tree against")
@@ -72,6 +82,7 @@ def main():
     ap.add_argument("--n", type=int, default=0, help="rows (0: all)")
     ap.add_argument("--solver", default="auto")
     ap.add_argument("--probability", action="store_true", help="time probability=True beside the plain fit")
+    ap.add_argument("--linear", choices=("dual", "primal"), help="LinearSVC with this solver instead of SVC")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     os.environ.setdefault("MAXMARGIN_DATA", str(HERE.parent.parent / "shared" / "data"))
@@ -82,13 +93,20 @@ def main():
 
         import maxmargin
 
-        X, y, params = load(a.data, a.n)
+        if a.linear:
+            X, y, params = load_linear(a.data)
+            params.update(dual=a.linear == "dual", tol=0.1 if a.linear == "dual" else 0.01)
+        else:
+            X, y, params = load(a.data, a.n)
         variants = [False, True] if a.probability else [False]
         times, objectives, probas = {}, {}, {}
         for r in range(a.repeat + 1):
             for label, mod in (("base", mmbase), ("head", maxmargin)):
                 for proba in variants:
-                    est = mod.SVC(solver=a.solver, probability=proba, random_state=0, **params)
+                    if a.linear:
+                        est = mod.LinearSVC(random_state=0, **params)
+                    else:
+                        est = mod.SVC(solver=a.solver, probability=proba, random_state=0, **params)
                     t = time.perf_counter()
                     est.fit(X, y)
                     t = time.perf_counter() - t
@@ -98,7 +116,8 @@ def main():
                     if proba and r == a.repeat:
                         probas[label] = est.predict_proba(X[:2000])
         med = {k: float(np.median(v)) for k, v in times.items()}
-        print(f"{a.data}, {X.shape[0]} x {X.shape[1]}, solver={a.solver}, medians of {a.repeat} (base {a.base})")
+        solver = f"LinearSVC {a.linear}" if a.linear else f"solver={a.solver}"
+        print(f"{a.data}, {X.shape[0]} x {X.shape[1]}, {solver}, medians of {a.repeat} (base {a.base})")
         for proba in variants:
             b, h = med[("base", proba)], med[("head", proba)]
             what = "probability=True" if proba else "plain fit"

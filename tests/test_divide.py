@@ -231,3 +231,18 @@ def test_cluster_sums_equal_the_one_hot_product(rng):
     dist = csq[None, :] - 2.0 * (K[:, :37] @ one[:37]) / size[None, :]
     dist[:, one[:37].sum(axis=0) == 0] = np.inf
     np.testing.assert_array_equal(near, np.argmin(dist, axis=1))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "linear", "sigmoid"])
+def test_fused_assignment_equals_the_kernel_blocks(rng, kernel):
+    # dense rows meet the sample in one compiled pass; the same nearest centres as by kernel blocks
+    X = rng.normal(size=(700, 5))
+    kern = make_kernel(kernel, gamma=0.3, degree=2, coef0=0.5)
+    part = divide.partition(X, kern, 6, sample_size=120, random_state=1)
+    by_blocks = divide.nearest_centre(kern(X, part.sample), part.sample_labels, part.centre_sq, 6)
+    np.testing.assert_array_equal(divide.assign(X, kern, part.sample, part.sample_labels, part.centre_sq, 6), by_blocks)
+    np.testing.assert_array_equal(part.labels, by_blocks)
+    # sparse rows take the block path: the same centres
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.7, X, 0.0))
+    centres = (part.sample, part.sample_labels, part.centre_sq, 6)
+    np.testing.assert_array_equal(divide.assign(Xs, kern, *centres), divide.assign(Xs.toarray(), kern, *centres))

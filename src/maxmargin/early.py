@@ -56,20 +56,17 @@ def set_early_model(est, early, rows):
 
 def early_parts(est, X):
     """The part (at the early level) each row of ``X`` is routed to."""
-    from .solvers.divide import route
+    from .solvers.divide import assign
 
-    early = dict(
-        sample_labels=est._early_sample_labels,
-        centre_sq=est._early_centre_sq,
-        cluster_group=est._early_cluster_group,
+    cluster = assign(
+        X,
+        est._get_kernel(),
+        est._early_sample,
+        est._early_sample_labels,
+        est._early_centre_sq,
+        est._early_centre_sq.shape[0],
     )
-    kern = est._get_kernel()
-    out = np.empty(X.shape[0], dtype=np.int64)
-    step = block_rows_for(max(est._early_sample.shape[0], 1))
-    for s in range(0, X.shape[0], step):
-        K = kern(X[s : s + step], est._early_sample)
-        out[s : s + step] = route(K.toarray() if hasattr(K, "toarray") else np.asarray(K), early)
-    return out
+    return est._early_cluster_group[cluster]
 
 
 def early_decision(est, X):

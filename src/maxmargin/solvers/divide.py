@@ -79,6 +79,7 @@ import scipy.sparse as sp
 from numba import prange
 
 from .._jit import parallel
+from ..kernels.formulas import FORMULA_CODES, transform
 from ..problem import DualProblem
 from .base import Solution
 
@@ -165,6 +166,69 @@ def nearest_centre(K_xs, sample_labels, centre_sq, n_parts):
     return np.argmin(dist, axis=1).astype(np.int64)
 
 
+def _assign_rows(X, ST, sq_x, sq_s, code, gamma, coef0, degree, labels, weight, csq, out):
+    """:func:`nearest_centre` of every dense row of ``X`` with its kernel values computed
+    here, 64 rows a task, and never stored beyond one row (``weight[c]`` = 2 / |cluster c|,
+    0 for an empty one, whose ``csq`` is inf)."""
+    n, d = X.shape
+    m = ST.shape[1]
+    k = csq.shape[0]
+    for b in prange((n + 63) // 64):
+        o = np.empty(m)
+        scratch = np.empty(m)
+        sums = np.empty(k)
+        for r in range(b * 64, min(n, b * 64 + 64)):
+            o[:] = 0.0
+            for f in range(d):  # feature by feature: the loop over the sample vectorises
+                xf = X[r, f]
+                for j in range(m):
+                    o[j] += xf * ST[f, j]
+            transform(o, code, gamma, coef0, degree, sq_x[r], sq_s, scratch)
+            sums[:] = 0.0
+            for j in range(m):
+                sums[labels[j]] += o[j]
+            best = 0
+            best_d = np.inf
+            for c in range(k):
+                dist = csq[c] - weight[c] * sums[c]
+                if dist < best_d:
+                    best_d = dist
+                    best = c
+            out[r] = best
+
+
+_assign_rows = parallel(_assign_rows, nogil=True)
+
+
+def assign(X, kernel, sample, sample_labels, centre_sq, n_parts):
+    """The nearest k-means centre of each row of ``X`` (:func:`nearest_centre`): for dense
+    rows and a formula kernel in one compiled pass (no kernel block is stored: xor 1M with
+    1000 sample rows, 1.9 s against 4.2 s by blocks); otherwise by blocks of
+    :data:`ASSIGN_BLOCK` rows."""
+    n = X.shape[0]
+    code = getattr(kernel, "code", -1)
+    if not sp.issparse(X) and code in FORMULA_CODES and sample.shape[0] > 0:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        S = np.ascontiguousarray(_dense(sample))
+        size = np.bincount(sample_labels, minlength=n_parts).astype(np.float64)
+        weight = np.where(size > 0, 2.0 / np.maximum(size, 1.0), 0.0)
+        csq = np.where(size > 0, centre_sq, np.inf)
+        out = np.empty(n, dtype=np.int64)
+        gamma, coef0, degree = kernel.params
+        sq_x = np.einsum("ij,ij->i", X, X)
+        sq_s = np.einsum("ij,ij->i", S, S)
+        labels = np.ascontiguousarray(sample_labels, dtype=np.int64)
+        _assign_rows(
+            X, np.ascontiguousarray(S.T), sq_x, sq_s, int(code), gamma, coef0, degree, labels, weight, csq, out
+        )
+        return out
+    labels = np.empty(n, dtype=np.int64)
+    for s in range(0, n, ASSIGN_BLOCK):
+        e = min(s + ASSIGN_BLOCK, n)
+        labels[s:e] = nearest_centre(_dense(kernel(X[s:e], sample)), sample_labels, centre_sq, n_parts)
+    return labels
+
+
 def _centre_sq(Kss, labels, k):
     size = np.maximum(np.bincount(labels, minlength=k), 1.0)
     sums = cluster_sums(Kss, labels, k)  # (m, k)
@@ -241,10 +305,7 @@ def partition(X, kernel, n_parts, method="kmeans", sample_size=1000, random_stat
     Kss = _dense(kernel(S, S))
     sample_labels = kernel_kmeans(Kss, n_parts, rng)
     csq = _centre_sq(Kss, sample_labels, n_parts)
-    labels = np.empty(n, dtype=np.int64)
-    for s in range(0, n, ASSIGN_BLOCK):
-        e = min(s + ASSIGN_BLOCK, n)
-        labels[s:e] = nearest_centre(_dense(kernel(X[s:e], S)), sample_labels, csq, n_parts)
+    labels = assign(X, kernel, S, sample_labels, csq, n_parts)
     return Partition(
         labels=labels,
         n_parts=n_parts,
