@@ -986,3 +986,70 @@ def test_tron_wide_weights_match_liblinear():
     ours = primal_svc("l2", "squared_hinge", "ovr", X, y, est.coef_, est.intercept_, 1.0)[0]
     assert est.coef_.shape[1] > tron.FAR_WEIGHTS
     assert _rel(ours, theirs) < 1e-6, (ours, theirs)
+
+
+def _hashed(n=400, d=5000, per_row=4, seed=0, unit=False):
+    """Rows of a few hashed features out of many: about a third of the stored values sit in a feature of
+    their own row only (fold_singletons' shape)."""
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(0, d, size=(n, per_row))
+    vals = np.ones((n, per_row)) if unit else rng.uniform(0.5, 2.0, size=(n, per_row))
+    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * per_row + 1, per_row)), shape=(n, d))
+    X.sum_duplicates()
+    w_true = rng.normal(size=d)
+    y = np.where(X @ w_true + 0.3 * rng.normal(size=n) > 0, 1, 0)
+    return X, y
+
+
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "01"])
+@pytest.mark.parametrize("squared", [True, False], ids=["l2", "l1"])
+def test_one_row_features_folded_into_the_diagonal(squared, unit):
+    """fold_singletons: the features stored in one training row become a diagonal term of that row; the dual
+    CD runs on the rest.  Same iterates as without the fold (to rounding), the full weight vector rebuilt
+    (a folded feature's weight is y_r alpha_r x_rj), a warm start too; and the objective of liblinear-official."""
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import FOLD_SINGLETONS_MIN, fold_singletons, linear_data
+
+    X, y01 = _hashed(unit=unit)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    C = np.full(y.shape[0], 0.7)
+    ld = linear_data(X, 1.0, rows_first=True)
+    folded = fold_singletons(ld)
+    counts = np.bincount(X.indices, minlength=X.shape[1])
+    single = counts[X.indices] == 1
+    assert folded is not None and single.mean() > FOLD_SINGLETONS_MIN
+    assert folded.ld.n_features == int((counts >= 2).sum()) and folded.ld.data.size == int((~single).sum())
+    fits = [dual_cd.solve_svc(ld, y, C, squared=squared, tol=1e-6, seed=0, fold=f) for f in (False, True)]
+    np.testing.assert_allclose(fits[1].w, fits[0].w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fits[1].dual, fits[0].dual, rtol=1e-9, atol=1e-12)
+    assert fits[1].n_iter == fits[0].n_iter
+    # a folded feature's weight: y_r alpha_r x_rj
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[single]
+    np.testing.assert_allclose(fits[1].w[X.indices[single]], (y * fits[1].dual)[rows] * X.data[single], rtol=1e-12)
+    # w = sum_i y_i alpha_i x_i over all features (and the bias)
+    np.testing.assert_allclose(fits[1].w[:-1], X.T @ (y * fits[1].dual), rtol=1e-9, atol=1e-12)
+    # a warm start from the solution stays there
+    warm = dual_cd.solve_svc(ld, y, C, squared=squared, tol=1e-6, seed=1, alpha0=fits[1].dual)
+    np.testing.assert_allclose(warm.w, fits[1].w, rtol=1e-5, atol=1e-7)
+    # the objective of the independent solver
+    m = _liblinear(X, y01, 1 if squared else 3, C=0.7, eps=1e-6)
+    ref = maxmargin.load_liblinear_model
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.txt")
+        liblinearutil.save_model(path, m)
+        other = ref(path)
+    w_ref = np.r_[np.ravel(other.coef_), other.intercept_]
+    xi = lambda w: np.maximum(0.0, 1.0 - y * (X @ w[:-1] + w[-1]))  # noqa: E731
+    obj = lambda w: 0.5 * w @ w + 0.7 * np.sum(xi(w) ** 2 if squared else xi(w))  # noqa: E731
+    assert obj(fits[1].w) == pytest.approx(obj(w_ref), rel=1e-4)
+
+
+def test_fold_leaves_data_without_one_row_features_alone():
+    from maxmargin.solvers._linear_common import fold_singletons, linear_data
+
+    X, _ = _data(2, n=200, d=30, seed=1)
+    assert fold_singletons(linear_data(sp.csr_matrix(X), 1.0)) is None
+    assert fold_singletons(linear_data(X, 1.0)) is None  # dense rows

@@ -39,7 +39,7 @@ def parallel(fn, **flags):
 def with_constants(fn, suffix, constants, **flags):
     """``fn`` compiled (cached, under the name ``fn`` + ``suffix``) with the module globals ``constants`` replaced:
     Numba reads globals as compile-time constants, so a branch on one is compiled away.  For hot loops whose
-    variants must not share code (see ``solvers.dual_cd._svc_epochs_csr``).  The copy sees the module's globals
+    variants must not share code (see ``solvers.dual_cd._svc_epochs_rec``).  The copy sees the module's globals
     as they are when this is called."""
     g = _renamed(fn, suffix)
     g = types.FunctionType(g.__code__, {**fn.__globals__, **constants}, g.__name__, g.__defaults__, g.__closure__)

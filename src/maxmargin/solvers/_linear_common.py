@@ -13,6 +13,7 @@ The compiled loops release the GIL (``nogil=True``), so one-vs-rest problems run
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -119,6 +120,88 @@ def linear_data(X, bias, rows_first=False):
         return linear_data(sp.csr_matrix((data, indices, indptr), shape=X.shape), bias)
     X = _lossless_float32(X)
     return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
+
+
+#: :func:`fold_singletons` folds the features stored in one training row only when they hold at least this
+#: fraction of the stored values (hashed features: hashed300k, 32%; the other shapes of the benchmarks: 0-3%)
+FOLD_SINGLETONS_MIN = 0.05
+_FOLD_LOCK = threading.Lock()
+
+
+@dataclass
+class Folded:
+    r"""CSR rows without their one-row features (:func:`fold_singletons`).
+
+    A feature :math:`j` stored in row :math:`r` only has the weight :math:`w_j = y_r\alpha_r x_{rj}` in the
+    dual, so its share of :math:`w\cdot x_r` is :math:`y_r\alpha_r x_{rj}^2`: a diagonal term of row
+    :math:`r`, like the squared hinge's :math:`1/(2C_r)`.  ``ld``: the other features, renumbered (features
+    stored nowhere dropped too); ``mass``: :math:`\sum_j x_{rj}^2` over the row's one-row features;
+    ``kept``: each kept column's original number; ``rows``, ``cols``, ``vals``: the folded entries."""
+
+    ld: LinearData
+    mass: np.ndarray
+    kept: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+
+    def weights(self, w, coef, n_features):
+        r"""The weights of all ``n_features`` features (then the bias, if any) from the folded solver's ``w`` and
+        the rows' :math:`y_r\alpha_r` (``coef``)."""
+        k = self.kept.shape[0]
+        out = np.zeros(n_features + (w.shape[0] - k))
+        out[self.kept] = w[:k]
+        out[n_features:] = w[k:]
+        out[self.cols] = coef[self.rows] * self.vals
+        return out
+
+
+def fold_singletons(ld):
+    """The :class:`Folded` form of CSR data ``ld``, or None (dense data, or one-row features holding less than
+    :data:`FOLD_SINGLETONS_MIN` of the stored values).  Computed once per :class:`LinearData` (the
+    one-vs-rest problems share it).  On hashed300k (300,000 rows, 4 of 2**20 hashed features each) the
+    weights the dual solver touches shrink from 2**20 to 332,369 and a third of the stored values go."""
+    if ld.dense:
+        return None
+    with _FOLD_LOCK:
+        if hasattr(ld, "_folded"):
+            return ld._folded
+        ld._folded = None
+        n, nf = ld.n_samples, ld.n_features
+        if ld.indices.size == 0:
+            return None
+        counts = np.bincount(ld.indices, minlength=nf)
+        single = counts[ld.indices] == 1
+        if single.mean() < FOLD_SINGLETONS_MIN:
+            return None
+        row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(ld.indptr))
+        vals = np.ones(ld.indices.size) if ld.unit else ld.data.astype(np.float64)
+        kept = np.flatnonzero(counts >= 2)
+        renumber = np.full(nf, -1, dtype=np.int64)
+        renumber[kept] = np.arange(kept.shape[0])
+        keep = ~single
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row_of[keep], minlength=n), out=indptr[1:])
+        small = LinearData(
+            np.empty((0, 0), dtype=ld.data.dtype),
+            ld.data[keep],
+            renumber[ld.indices[keep]].astype(np.int32),
+            indptr,
+            False,
+            int(kept.shape[0]),
+            ld.bias,
+            ld.unit,
+        )
+        folded = Folded(
+            small,
+            np.bincount(row_of[single], weights=vals[single] ** 2, minlength=n),
+            kept,
+            row_of[single],
+            ld.indices[single].astype(np.int64),
+            vals[single],
+        )
+        ld._folded = folded
+        return folded
 
 
 @njit(cache=True, nogil=True)
