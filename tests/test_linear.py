@@ -1053,3 +1053,27 @@ def test_fold_leaves_data_without_one_row_features_alone():
     X, _ = _data(2, n=200, d=30, seed=1)
     assert fold_singletons(linear_data(sp.csr_matrix(X), 1.0)) is None
     assert fold_singletons(linear_data(X, 1.0)) is None  # dense rows
+
+
+@pytest.mark.parametrize("kind", ["squared_hinge", "squared_epsilon_insensitive"])
+def test_primal_on_the_used_features_only(kind):
+    """compact_columns: TRON on the features stored in some row gives the weights it gives on all of them (the
+    others 0), from a cold and from a warm start."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import compact_columns, linear_data
+
+    X, y01 = _hashed(n=300, d=3000, per_row=3, seed=4)
+    y = np.where(y01 == 1, 1.0, -1.0) if kind == "squared_hinge" else X @ np.linspace(-1, 1, 3000) + 0.1
+    C = np.full(y.shape[0], 0.5)
+    ld = linear_data(X, 1.0)
+    small, kept = compact_columns(ld)
+    assert kept.shape[0] == np.unique(X.indices).shape[0] < 0.8 * X.shape[1]
+    fits = [tron.solve(ld, y, C, kind=kind, epsilon=0.05, tol=1e-8, compact=c) for c in (False, True)]
+    np.testing.assert_allclose(fits[1].w, fits[0].w, rtol=1e-9, atol=1e-12)
+    assert fits[1].objective == pytest.approx(fits[0].objective, rel=1e-12)
+    unused = np.setdiff1d(np.arange(X.shape[1]), kept)
+    assert np.all(fits[1].w[unused] == 0.0)
+    w0 = fits[0].w + 0.01
+    warm = tron.solve(ld, y, C * 2, kind=kind, epsilon=0.05, tol=1e-8, w0=w0)
+    cold = tron.solve(ld, y, C * 2, kind=kind, epsilon=0.05, tol=1e-8, compact=False)
+    np.testing.assert_allclose(warm.w, cold.w, rtol=1e-4, atol=1e-6)  # both stopped at tol

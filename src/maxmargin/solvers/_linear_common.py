@@ -204,6 +204,45 @@ def fold_singletons(ld):
         return folded
 
 
+#: :func:`compact_columns` drops the features stored in no row when at most this fraction of them is used
+COMPACT_MAX_USED = 0.8
+
+
+def compact_columns(ld):
+    """``(small, kept)``: CSR data ``ld`` without the features stored in no row (``small``, its columns renumbered;
+    ``kept``: their original numbers), or None (dense data, or more than :data:`COMPACT_MAX_USED` of the features
+    used).  For the primal solver: such a feature's weight is 0 at the optimum and, from a start at 0, at every
+    iterate (its gradient is its own weight), so the vectors of the Newton and CG steps shrink to the used
+    features (hashed300k: 714,602 of 2**20; text100: 36,279 of 50,000).  Computed once per
+    :class:`LinearData`."""
+    if ld.dense:
+        return None
+    with _FOLD_LOCK:
+        if hasattr(ld, "_compact"):
+            return ld._compact
+        ld._compact = None
+        nf = ld.n_features
+        used = np.zeros(nf, dtype=bool)
+        used[ld.indices] = True
+        kept = np.flatnonzero(used)
+        if kept.shape[0] > COMPACT_MAX_USED * nf:
+            return None
+        renumber = np.full(nf, -1, dtype=np.int64)
+        renumber[kept] = np.arange(kept.shape[0])
+        small = LinearData(
+            ld.Xd,
+            ld.data,
+            renumber[ld.indices].astype(np.int32),
+            ld.indptr,
+            False,
+            int(kept.shape[0]),
+            ld.bias,
+            ld.unit,
+        )
+        ld._compact = (small, kept)
+        return ld._compact
+
+
 @njit(cache=True, nogil=True)
 def _dense_to_csr(X):
     """CSR arrays of a dense C-ordered matrix (two passes; several times faster than going through COO)."""

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._jit import parallel_and_serial
-from ._linear_common import _prefetch, dense_dot, drive, sparse_dot, sparse_sum
+from ._linear_common import _prefetch, compact_columns, dense_dot, drive, sparse_dot, sparse_sum
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -577,11 +577,41 @@ def solve(
     callback_info=None,
     time_limit=None,
     verbose=False,
+    compact=True,
 ):
     """Minimise the squared-hinge (``kind='squared_hinge'``, ``y`` in {-1, +1}) or squared epsilon-insensitive
     (``kind='squared_epsilon_insensitive'``) primal by TRON; see the module docstring.  ``w0``: a warm start;
     ``parallel``: the passes over the data on Numba threads.  Returns a
-    :class:`~maxmargin.solvers.dual_cd.LinearFit` (no dual variables)."""
+    :class:`~maxmargin.solvers.dual_cd.LinearFit` (no dual variables).  ``compact``: run on the used features
+    only (:func:`~maxmargin.solvers._linear_common.compact_columns`) where few are."""
+    small = compact_columns(ld) if compact else None
+    if small is not None:
+        small, kept = small
+        nf = ld.n_features
+        if w0 is not None:
+            w0 = np.asarray(w0, dtype=np.float64)
+            w0 = np.concatenate([w0[kept], w0[nf:]])  # unused features start (and end) at 0
+        fit = solve(
+            small,
+            y,
+            C,
+            kind=kind,
+            epsilon=epsilon,
+            tol=tol,
+            max_iter=max_iter,
+            w0=w0,
+            parallel=parallel,
+            callback=callback,
+            callback_info=callback_info,
+            time_limit=time_limit,
+            verbose=verbose,
+            compact=False,
+        )
+        w = np.zeros(ld.n_weights)
+        w[kept] = fit.w[: kept.shape[0]]
+        w[nf:] = fit.w[kept.shape[0] :]
+        fit.w = w
+        return fit
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.float64)
     C = np.ascontiguousarray(C, dtype=np.float64)
