@@ -156,6 +156,29 @@ class Folded:
         return out
 
 
+def _restricted(ld, kept, row_of=None, entries=None):
+    """CSR data ``ld`` on the columns ``kept`` only (renumbered in order) and, with ``entries`` (a mask over the
+    stored values; ``row_of``: each stored value's row), only those stored values."""
+    renumber = np.full(ld.n_features, -1, dtype=np.int64)
+    renumber[kept] = np.arange(kept.shape[0])
+    data, indices, indptr = ld.data, ld.indices, ld.indptr
+    if entries is not None:
+        n = ld.n_samples
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row_of[entries], minlength=n), out=indptr[1:])
+        data, indices = data[entries], indices[entries]
+    return LinearData(
+        np.empty((0, 0), dtype=ld.data.dtype),
+        data,
+        renumber[indices].astype(np.int32),
+        indptr,
+        False,
+        int(kept.shape[0]),
+        ld.bias,
+        ld.unit,
+    )
+
+
 def fold_singletons(ld):
     """The :class:`Folded` form of CSR data ``ld``, or None (dense data, or one-row features holding less than
     :data:`FOLD_SINGLETONS_MIN` of the stored values).  Computed once per :class:`LinearData` (the
@@ -177,23 +200,8 @@ def fold_singletons(ld):
         row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(ld.indptr))
         vals = np.ones(ld.indices.size) if ld.unit else ld.data.astype(np.float64)
         kept = np.flatnonzero(counts >= 2)
-        renumber = np.full(nf, -1, dtype=np.int64)
-        renumber[kept] = np.arange(kept.shape[0])
-        keep = ~single
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(row_of[keep], minlength=n), out=indptr[1:])
-        small = LinearData(
-            np.empty((0, 0), dtype=ld.data.dtype),
-            ld.data[keep],
-            renumber[ld.indices[keep]].astype(np.int32),
-            indptr,
-            False,
-            int(kept.shape[0]),
-            ld.bias,
-            ld.unit,
-        )
         folded = Folded(
-            small,
+            _restricted(ld, kept, row_of, ~single),
             np.bincount(row_of[single], weights=vals[single] ** 2, minlength=n),
             kept,
             row_of[single],
@@ -227,18 +235,7 @@ def compact_columns(ld):
         kept = np.flatnonzero(used)
         if kept.shape[0] > COMPACT_MAX_USED * nf:
             return None
-        renumber = np.full(nf, -1, dtype=np.int64)
-        renumber[kept] = np.arange(kept.shape[0])
-        small = LinearData(
-            ld.Xd,
-            ld.data,
-            renumber[ld.indices].astype(np.int32),
-            ld.indptr,
-            False,
-            int(kept.shape[0]),
-            ld.bias,
-            ld.unit,
-        )
+        small = _restricted(ld, kept)
         ld._compact = (small, kept)
         return ld._compact
 
@@ -363,6 +360,24 @@ def prefetch_csr(i, data, indices, indptr):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def prefetch_span(data, indices, lo, hi, unit):
+    """The stored values (unless ``unit``) and column indices ``lo:hi`` of a CSR row, its first 64 entries."""
+    hi = min(hi, lo + 64)
+    if not unit:
+        for k in range(lo, hi, 8):
+            _prefetch(data, k)
+    for k in range(lo, hi, 16):
+        _prefetch(indices, k)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prefetch_weights(w, indices, lo, hi):
+    """The weights a CSR row's entries ``lo:hi`` touch (its first 64)."""
+    for k in range(lo, min(hi, lo + 64)):
+        _prefetch(w, indices[k])
+
+
+@njit(cache=True, nogil=True, inline="always")
 def prefetch_staged(index, p, end, ahead, stages, Xd, data, indices, indptr, dense, unit, w):
     """The staged scheme of :func:`prefetch_plan` for the positions after ``p`` of the visiting order ``index``
     (positions below ``end``): dense rows ``ahead`` positions on; CSR rows first their ``indptr`` entry
@@ -382,20 +397,12 @@ def prefetch_staged(index, p, end, ahead, stages, Xd, data, indices, indptr, den
         q = p + (stages - 1) * ahead
         if q < end:
             i = index[q]
-            lo = indptr[i]
-            hi = min(indptr[i + 1], lo + 64)
-            if not unit:
-                for k in range(lo, hi, 8):
-                    _prefetch(data, k)
-            for k in range(lo, hi, 16):
-                _prefetch(indices, k)
+            prefetch_span(data, indices, indptr[i], indptr[i + 1], unit)
         if stages == 3:
             q = p + ahead
             if q < end:
                 i = index[q]
-                lo = indptr[i]
-                for k in range(lo, min(indptr[i + 1], lo + 64)):
-                    _prefetch(w, indices[k])
+                prefetch_weights(w, indices, indptr[i], indptr[i + 1])
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -49,7 +49,9 @@ from ._linear_common import (
     prefetch_entries,
     prefetch_plan,
     prefetch_row,
+    prefetch_span,
     prefetch_staged,
+    prefetch_weights,
     rand_below,
     rng_state,
     row_axpy,
@@ -60,8 +62,6 @@ from ._linear_common import (
 )
 
 INF = np.inf
-#: the dense-rows argument of :func:`prefetch_staged` in the CSR-only loop (never read there)
-NO_ROWS = np.empty((0, 1))
 #: the asynchronous epochs (:func:`solve_svc` with ``n_threads`` > 1) need large, high-dimensional, sparse data:
 #: at least this many stored values (below, a parallel region per epoch costs more than a second worker saves)
 ASYNC_STORED = 200_000
@@ -258,20 +258,12 @@ def _svc_epochs_rec(
                 q = s + (stages - 1) * ahead
                 if q < active:
                     r = W * index[q]
-                    lo2 = int(R[r + REC_LO])
-                    hi2 = min(int(R[r + REC_HI]), lo2 + 64)
-                    if not unit:
-                        for k in range(lo2, hi2, 8):
-                            _prefetch(data, k)
-                    for k in range(lo2, hi2, 16):
-                        _prefetch(indices, k)
+                    prefetch_span(data, indices, int(R[r + REC_LO]), int(R[r + REC_HI]), unit)
                 if stages == 3:
                     q = s + ahead
                     if q < active:
                         r = W * index[q]
-                        lo2 = int(R[r + REC_LO])
-                        for k in range(lo2, min(int(R[r + REC_HI]), lo2 + 64)):
-                            _prefetch(w, indices[k])
+                        prefetch_weights(w, indices, int(R[r + REC_LO]), int(R[r + REC_HI]))
             else:  # the record 4 rows ahead, the values of the row 2 ahead (its record asked for 2 rows ago)
                 if s + 4 < active:
                     _prefetch(R, W * index[s + 4])
