@@ -181,8 +181,8 @@ def test_folds_stop_at_fold_tol_and_the_probabilities_barely_move(kind, monkeypa
     seen = []
     fit_fold_problem, solve_pairs = svm.SVC._fit_fold_problem, ovo.solve_pairs
 
-    def spy_problem(self, problem, options, alpha0):
-        fit = fit_fold_problem(self, problem, options, alpha0)
+    def spy_problem(self, problem, options, alpha0, start=None):
+        fit = fit_fold_problem(self, problem, options, alpha0, start)
         seen.append((options["tol"], fit.n_iter))
         return fit
 
@@ -275,3 +275,51 @@ def test_fold_start_gradient_is_the_folds(rng):
     fold = csvc_problem(X, k, y[train], C[train], index=train)
     assert abs(y[train] @ a0) < 1e-9 and np.all(a0 >= 0) and np.all(a0 <= C[train])
     np.testing.assert_allclose(g0, fold.q_matrix() @ a0 + fold.p, atol=1e-9)
+
+
+def test_fold_rows_starts_and_shared_cache(rng):
+    """FoldRows: every fold's start and gradients (one product over the shared rows) equal the fold
+    problem's own (init_gradient from its Q); folds run on caches over the shared rows, two at once,
+    leave those rows as they were and reach the solution of a fold solved alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from maxmargin.kernels import make_kernel
+    from maxmargin.problem import csvc_problem
+    from maxmargin.solvers import smo
+
+    X, y01 = make_classification(n_samples=300, n_features=5, flip_y=0.1, random_state=2)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    C = np.full(300, 2.0)
+    k = make_kernel("rbf", gamma=0.3, X=X)
+    full = smo.solve(csvc_problem(X, k, y, C), tol=1e-6)
+    plan = probability.fold_plan(300, np.random.RandomState(0))
+    # 0.3 MB holds 131 rows: fewer than the support vectors, so no shared start
+    small = probability.FoldRows(X, k, full.alpha, C, cache_size=0.3, workers=2)
+    assert small.sv.size == 127 < np.count_nonzero(full.alpha) and small.starts(plan, full.alpha, y, C) is None
+    # 0.4 MB: the support vectors' rows and two regions of 14 slots
+    shared = probability.FoldRows(X, k, full.alpha, C, cache_size=0.4, workers=2)
+    assert shared.sv.size == np.count_nonzero(full.alpha) and shared.rows.shape[0] - shared.sv.size >= 4
+    before = shared.rows[: shared.sv.size].copy()
+    starts = shared.starts(plan, full.alpha, y, C)
+    for (train, _), (a0, G, Gbar) in zip(plan, starts):
+        fold = csvc_problem(X, k, y[train], C[train], index=train)
+        np.testing.assert_array_equal(a0, probability.restore_equality(full.alpha[train], y[train]))
+        Q = fold.q_matrix()
+        np.testing.assert_allclose(G, Q @ a0 + fold.p, atol=1e-10)
+        at_up = a0 >= C[train]
+        np.testing.assert_allclose(Gbar, Q[:, at_up] @ C[train][at_up], atol=1e-10)
+
+    def run(f):
+        train, _ = plan[f]
+        fold = csvc_problem(X, k, y[train], C[train], index=train)
+        fold.alpha0 = starts[f][0]
+        with shared.pool() as pool, smo.kernel_row_pool(pool):
+            return smo.solve(fold, tol=1e-6, start=starts[f][1:])
+
+    with ThreadPoolExecutor(2) as ex:
+        sols = list(ex.map(run, range(len(plan))))
+    np.testing.assert_array_equal(shared.rows[: shared.sv.size], before)
+    for (train, _), sol in zip(plan, sols):
+        alone = smo.solve(csvc_problem(X[train], k, y[train], C[train]), tol=1e-6)
+        assert sol.objective == pytest.approx(alone.objective, rel=1e-6, abs=1e-8)
+        assert sol.violation < 1e-6

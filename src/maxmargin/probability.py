@@ -79,13 +79,15 @@ agree.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
 from .kernels import PRECOMPUTED
-from .kernels.engine import kernel_times
-from .kernels.rowcache import KernelRowPool, RowCache, _pool_key, compute_row, kernel_data
+from .kernels.engine import KernelRows, kernel_times
+from .kernels.rowcache import KernelRowPool, RowCache, _pool_key, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
 N_FOLDS = 5
@@ -474,60 +476,86 @@ class FoldRows:
     The folds are posed over all rows of the problem (``index`` = a fold's training
     rows), so a kernel row :math:`K(x_i, \\cdot)` serves every fold.  The rows of the
     full fit's support vectors (free ones first, as many as ``cache_size`` MB hold,
-    less two slots) are computed once, by the SMO's own row routine; each fold then starts
-    from a fresh :class:`maxmargin.kernels.rowcache.RowCache` of ``cache_size`` MB
-    holding copies of them.  A warm-started fold (from the full fit's multipliers)
-    mostly touches these rows.  A fresh copy per fold keeps each fold's run, and so
-    its result, independent of the other folds and of the threads.
+    less two slots per worker) are computed once, in blocks (:class:`maxmargin.kernels.engine.KernelRows`), into one
+    array of ``cache_size`` MB; the rest of it is cut into ``workers`` regions.  A fold
+    runs on a cache over that array (:meth:`maxmargin.kernels.rowcache.RowCache.sharing`):
+    the shared rows read only, new rows into a free region, which it holds until it ends
+    (:meth:`pool`).  Nothing is copied per fold, and the folds together stay within
+    ``cache_size``.  A fold's iterates do not depend on which rows its cache holds, and
+    its starting gradient (:meth:`starts`) is computed from the shared rows alone, so
+    each fold's result is the same whatever the threads.
     """
 
-    def __init__(self, X, kernel, alpha, upper, cache_size):
+    def __init__(self, X, kernel, alpha, upper, cache_size, workers=1):
+        import queue
         from types import SimpleNamespace
 
         self.kd = kernel_data(X, kernel)
         self.key = _pool_key(SimpleNamespace(X=X, kernel=kernel), cache_size)
         self.cache_size = cache_size
         self.n = n = X.shape[0]
-        slots = max(2, min(int(cache_size * 1024 * 1024 // (8 * max(n, 1))), n)) if self.key is not None else 0
+        workers = max(1, int(workers))
+        slots = 0
+        if self.key is not None:
+            slots = min(int(cache_size * 1024 * 1024 // (8 * max(n, 1))), n + 2 * workers)
+            slots = max(2 * workers, slots)
         free = np.flatnonzero((alpha > 0) & (alpha < upper))
         bound = np.flatnonzero((alpha > 0) & (alpha >= upper))
-        self.sv = np.r_[free, bound][: max(slots - 2, 0)].astype(np.int64)
-        self.rows = np.empty((self.sv.shape[0], n))
-        allrows = np.arange(n, dtype=np.int64)
-        kd = self.kd
-        for k, i in enumerate(self.sv):
-            compute_row(
-                kd.code,
-                kd.kp,
-                kd.X,
-                kd.data,
-                kd.indices,
-                kd.indptr,
-                kd.sqn,
-                kd.sparse,
-                kd.work,
-                i,
-                allrows,
-                n,
-                self.rows[k],
-            )
+        self.sv = np.r_[free, bound][: max(slots - 2 * workers, 0)].astype(np.int64)
+        k = self.sv.shape[0]
+        self.rows = np.empty((slots, n))
+        cuts = np.linspace(k, slots, workers + 1).astype(np.int64)
+        self.regions = queue.SimpleQueue()
+        for r in range(workers):
+            self.regions.put(range(int(cuts[r]), int(cuts[r + 1])))
+        if k:  # in blocks of rows (BLAS products, on every thread where the folds will run on threads)
+            KernelRows(X, kernel).compute(self.sv, self.rows, parallel=workers > 1)
 
+    def starts(self, plan, alpha, y, upper):
+        r"""Each fold's warm start and SMO gradients, from the shared rows in one product: for the fold
+        ``(train, test)`` of ``plan``, :math:`\alpha^0` = the full fit's multipliers on ``train`` with
+        :math:`y^T\alpha = 0` restored (:func:`restore_equality`), :math:`G = Q\alpha^0 - 1` and
+        :math:`\bar G = \sum_{\alpha^0_j = U_j}U_jQ_{\cdot j}` over ``train`` (the 1-norm C-SVC dual's
+        :func:`maxmargin.solvers.smo.init_gradient`).  Returns ``[(alpha0, G, Gbar), ...]`` in the order
+        of ``plan``, or None where a fold's support vectors are not all among the shared rows."""
+        held = np.full(self.n, -1, dtype=np.int64)
+        held[self.sv] = np.arange(self.sv.shape[0])
+        coef = np.zeros((self.sv.shape[0], 2 * len(plan)))
+        alphas = []
+        for f, (train, _) in enumerate(plan):
+            yt = y[train]
+            a = restore_equality(alpha[train], yt)
+            nz = np.flatnonzero(a > 0)
+            at_up = nz[a[nz] >= upper[train][nz]]
+            slots = held[train[nz]]
+            if np.any(slots < 0):
+                return None
+            coef[slots, 2 * f] = yt[nz] * a[nz]
+            coef[held[train[at_up]], 2 * f + 1] = yt[at_up] * upper[train][at_up]
+            alphas.append(a)
+        s = self.rows[: self.sv.shape[0]].T @ coef if self.sv.size else np.zeros((self.n, 2 * len(plan)))
+        out = []
+        for f, (train, _) in enumerate(plan):
+            yt = y[train]
+            out.append((alphas[f], yt * s[train, 2 * f] - 1.0, yt * s[train, 2 * f + 1]))
+        return out
+
+    @contextlib.contextmanager
     def pool(self):
-        """A :class:`maxmargin.kernels.rowcache.KernelRowPool` for one fold: a fresh cache with the shared rows."""
+        """A :class:`maxmargin.kernels.rowcache.KernelRowPool` for one fold (while in the block): a cache
+        over the shared rows with a region of its own (a free one; waits for one otherwise)."""
         pool = FoldPool(float("inf"), self.key)
         if self.key is None:
-            return pool
-        cache = RowCache(self.n, self.cache_size)
-        k = self.sv.shape[0]
-        cache.rows[:k] = self.rows
-        cache.slot_of[self.sv] = np.arange(k)
-        cache.row_of[:k] = self.sv
-        cache.full[:k] = True
-        cache.stamp[:k] = 1
-        cache.counters[0] = 1
-        kd = self.kd._replace(work=np.zeros_like(self.kd.work))  # scratch of the sparse rows: one per fold
-        pool.entries[self.key] = [kd, cache, pool.generation]
-        return pool
+            yield pool
+            return
+        region = self.regions.get()
+        try:
+            cache = RowCache.sharing(self.rows, self.sv, region)
+            kd = self.kd._replace(work=np.zeros_like(self.kd.work))  # scratch of the sparse rows: one per fold
+            pool.entries[self.key] = [kd, cache, pool.generation]
+            yield pool
+        finally:
+            self.regions.put(region)
 
 
 class FoldPool(KernelRowPool):

@@ -911,10 +911,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         options["tol"] = probability.fold_tol(self.tol)
         whole = np.arange(ysub.shape[0])
         posed = self._fold_problem(Xs, ysub, bounds, kern, whole) is not None
-        shared = None
-        if posed and fit.alpha is not None and kern.name != "callable":
-            shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size)
+        shared = starts = None
         warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
+        if posed and fit.alpha is not None and kern.name != "callable":
+            shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size, workers)
+            if warm is not None and plan is not None:
+                found = shared.starts(plan, warm, ysub, bounds)
+                if found is not None:  # each fold's start, by the id of its training rows in the plan
+                    starts = {id(train): st for (train, _), st in zip(plan, found)}
         # the batched folds (warm 1-norm C-SVC) start from the full fit's gradient, less the held-out rows
         full_grad = None
         if warm is not None and not posed and self._folds_batched(Xs, kern) and "train_decision" in fit.extra:
@@ -928,9 +932,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     alpha0, g0 = probability.fold_start(Xs, kern, ysub, warm, full_grad, train)
                     opts = dict(options, grad0=g0)
                 return self._fit_pair(Xs, ysub[train], bounds[train], kern, opts, alpha0, rows=train)
-            pool = shared.pool() if shared is not None else smo.KernelRowPool(self.cache_size)
-            with smo.kernel_row_pool(pool):
-                return self._fit_fold_problem(problem, options, alpha0)
+            start = starts.get(id(train)) if starts is not None and alpha0 is not None else None
+            with contextlib.ExitStack() as stack:
+                pool = stack.enter_context(shared.pool()) if shared is not None else smo.KernelRowPool(self.cache_size)
+                stack.enter_context(smo.kernel_row_pool(pool))
+                return self._fit_fold_problem(problem, options, alpha0, start)
 
         return probability.cv_decision_values(
             fit_fold, Xs, ysub, kern, None, alpha_full=warm, full_fit=fit, workers=workers if posed else 1, plan=plan
@@ -945,7 +951,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         ``index = train``, or None where the fold must go through ``_fit_pair``."""
         return None
 
-    def _fit_fold_problem(self, problem, options, alpha0):  # pragma: no cover - with _fold_problem
+    def _fit_fold_problem(self, problem, options, alpha0, start=None):  # pragma: no cover - with _fold_problem
         raise NotImplementedError
 
     def _check_proba(self):
@@ -1344,8 +1350,11 @@ class SVC(BaseSVMClassifier):
             shift=np.zeros(m),
         )
 
-    def _fit_fold_problem(self, problem, options, alpha0):
-        if alpha0 is not None:  # y'alpha = 0 restored on few multipliers (probability.restore_equality)
+    def _fit_fold_problem(self, problem, options, alpha0, start=None):
+        if start is not None:  # probability.FoldRows.starts: the start below and its gradients
+            problem.alpha0 = start[0]
+            options = dict(options, start=start[1:])
+        elif alpha0 is not None:  # y'alpha = 0 restored on few multipliers (probability.restore_equality)
             problem.alpha0 = probability.restore_equality(alpha0, problem.y)
         sol = smo.solve(problem, **options)  # 'l1' + 'smo': the same solution and rho as fit_binary
         return formulations.BinaryFit(
@@ -1480,7 +1489,7 @@ class NuSVC(BaseSVMClassifier):
         problem.index = train.astype(np.int64)
         return problem
 
-    def _fit_fold_problem(self, problem, options, alpha0):
+    def _fit_fold_problem(self, problem, options, alpha0, start=None):
         """Solve a nu-SVC fold problem from LIBSVM's start and rescale the solution by 1/r."""
         solver = formulations.resolve_solver("nu-svc", self.solver, problem.n_var)
         spec = solver_registry.spec(solver)

@@ -304,8 +304,9 @@ class KernelRows:
             return np.ascontiguousarray(np.diag(self.X), dtype=np.float64)
         return self.kernel._diag_from_sq(row_norms_sq(self.X))
 
-    def compute(self, idx, out, dest=None):
-        """``out[dest[k], :m] = K(x_idx[k], X[cols])`` (``dest`` defaults to 0..k-1)."""
+    def compute(self, idx, out, dest=None, parallel=True):
+        """``out[dest[k], :m] = K(x_idx[k], X[cols])`` (``dest`` defaults to 0..k-1); ``parallel=False``
+        keeps the compiled loops on the calling thread (callers on worker threads of their own)."""
         idx = np.asarray(idx, dtype=np.int64)
         dest = np.arange(idx.size, dtype=np.int64) if dest is None else np.asarray(dest, dtype=np.int64)
         if idx.size == 0:
@@ -316,7 +317,7 @@ class KernelRows:
             return out
         if self.path == "sparse":
             Xi = self.Xs[idx]
-            big = Xi.nnz * m >= PARALLEL_MIN_WORK
+            big = parallel and Xi.nnz * m >= PARALLEL_MIN_WORK
             (_rows_sparse_par if big else _rows_sparse_ser)(
                 *_csr_arrays(self.Xc),
                 self.d,
@@ -341,7 +342,7 @@ class KernelRows:
             transform_rows(D, self.code, (self.gamma, self.coef0, self.degree), self.sq[idx], self.sqc)
             out[dest, :m] = D
         else:  # narrow (compiled loop over the transposed columns) or dense (BLAS chunks)
-            big = idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
+            big = parallel and idx.size * m * max(self.X.shape[1], 4) >= PARALLEL_MIN_WORK
             rows = {
                 (True, True): _rows_small_par,
                 (True, False): _rows_small_ser,

@@ -143,6 +143,11 @@ def kernel_diag(code, kp, X, data, indices, indptr, sqn, sparse, n):
     return out
 
 
+#: a slot whose stamp is at least this is never evicted (nor re-stamped): rows shared by several
+#: caches (:meth:`RowCache.sharing`), and the slots another cache of the same rows owns
+PINNED = np.int64(1) << np.int64(62)
+
+
 class RowCache:
     """State arrays of the LRU kernel-row cache (used by compiled code).
 
@@ -162,6 +167,30 @@ class RowCache:
         self.epoch_of = np.zeros(n_slots, dtype=np.int64)
         # [clock, epoch, hits, misses]
         self.counters = np.zeros(4, dtype=np.int64)
+
+    @classmethod
+    def sharing(cls, rows, held, region):
+        """A cache over the existing array ``rows`` (n_slots, n_data), nothing allocated for rows:
+        its slots ``0..len(held)-1`` hold the whole kernel rows of the data rows ``held``, read only
+        (pinned), and it computes rows into the slots ``region`` (a range, at least two) only; every
+        other slot is pinned too.  Several such caches over one array, each with its own region,
+        can run at once on threads (the cross-validation folds of ``probability=True``)."""
+        self = cls.__new__(cls)
+        n_slots, n_data = rows.shape
+        k = len(held)
+        self.rows = rows
+        self.slot_of = np.full(n_data, -1, dtype=np.int64)
+        self.slot_of[held] = np.arange(k)
+        self.row_of = np.full(n_slots, -1, dtype=np.int64)
+        self.row_of[:k] = held
+        self.stamp = np.full(n_slots, PINNED, dtype=np.int64)
+        self.stamp[region.start : region.stop] = 0
+        self.full = np.zeros(n_slots, dtype=np.bool_)
+        self.full[:k] = True
+        self.epoch_of = np.zeros(n_slots, dtype=np.int64)
+        self.counters = np.zeros(4, dtype=np.int64)
+        self.counters[0] = 1
+        return self
 
     def arrays(self):
         return (self.rows, self.slot_of, self.row_of, self.stamp, self.full, self.epoch_of, self.counters)
@@ -186,7 +215,8 @@ def get_row(
     slot = slot_of[i]
     if slot >= 0:
         if full[slot] or (not need_full and epoch_of[slot] == counters[1]):
-            stamp[slot] = counters[0]
+            if stamp[slot] < PINNED:
+                stamp[slot] = counters[0]
             counters[2] += 1
             return rows[slot]
     else:

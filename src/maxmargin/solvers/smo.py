@@ -854,6 +854,7 @@ def solve(
     time_limit=None,
     verbose=False,
     callback_info=None,
+    start=None,
 ):
     """Solve a :class:`~maxmargin.problem.DualProblem` by SMO (WSS3 + shrinking).
 
@@ -876,16 +877,26 @@ def solve(
         Print progress lines.
     callback_info : dict or None
         Extra keys merged into the dict the callback receives.
+    start : tuple or None
+        ``(G, Gbar)`` at the starting point ``problem.alpha0`` where the caller has them
+        (:func:`init_gradient`'s values: the cross-validation folds compute theirs together,
+        :meth:`maxmargin.probability.FoldRows.starts`); None computes them.
     """
     with _blas_limit(problem):
-        return _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info)
+        return _solve(
+            problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info, start
+        )
 
 
-def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info):
+def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info, start=None):
     nu = bool(problem.nu_constraints)
     st = SolverState(problem, cache_size)
     ka = st.kargs()
-    st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx, st.cache)
+    if start is None:
+        st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx, st.cache)
+    else:
+        st.G = np.array(start[0], dtype=np.float64)
+        st.Gbar = np.array(start[1], dtype=np.float64)
     st.sv = st.arrays()
     t0 = time.perf_counter()
     watch = Watch(callback, callback_info, time_limit, tol)
