@@ -191,7 +191,9 @@ def fold_singletons(ld):
             return ld._folded
         ld._folded = None
         n, nf = ld.n_samples, ld.n_features
-        if ld.indices.size == 0:
+        # each one-row feature holds one stored value: too few features, no fold (mushrooms: 112 of
+        # 128k values; the count below took 1 ms of a 10 ms fit)
+        if ld.indices.size == 0 or nf < FOLD_SINGLETONS_MIN * ld.indices.size:
             return None
         counts = np.bincount(ld.indices, minlength=nf)
         single = counts[ld.indices] == 1
@@ -214,6 +216,9 @@ def fold_singletons(ld):
 
 #: :func:`compact_columns` drops the features stored in no row when at most this fraction of them is used
 COMPACT_MAX_USED = 0.8
+#: ... and when there are at least this many features per stored value (mushrooms, 112 features and 128k
+#: values: the check alone took 0.6 ms of a 10 ms fit)
+COMPACT_MIN_FEATURES_PER_VALUE = 0.01
 
 
 def compact_columns(ld):
@@ -230,6 +235,8 @@ def compact_columns(ld):
             return ld._compact
         ld._compact = None
         nf = ld.n_features
+        if nf < COMPACT_MIN_FEATURES_PER_VALUE * ld.indices.size:
+            return None  # vectors of nf are a small part of a pass over the stored values: no gain
         used = np.zeros(nf, dtype=bool)
         used[ld.indices] = True
         kept = np.flatnonzero(used)
