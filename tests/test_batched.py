@@ -331,3 +331,37 @@ def test_grad0_skips_the_first_pass_and_is_checked(rng):
     assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
     with pytest.raises(ValueError, match="grad0 must hold 300 finite values"):
         batched.solve(warm, grad0=np.zeros(5))
+
+
+@pytest.mark.parametrize("rebuild", ["delta", "whole"])
+def test_linear_term_on_demand(rng, monkeypatch, rebuild):
+    """p_of: the linear term computed only when the solver needs it -- a whole rebuild of shrunk gradients
+    (forced here by an empty change log), a callback; the iterates are those with p given, the objective
+    NaN when p was never needed; p_of without grad0 is refused."""
+    X, y = _data(rng, n=300)
+    k = make_kernel("rbf", gamma=0.5)
+    prob = csvc_problem(X, k, y, 1.0)
+    start = smo.solve(csvc_problem(X, k, y, 1.0), tol=1e-1)
+    Q = prob.q_matrix()
+    warm = DualProblem(**{**prob.__dict__, "alpha0": start.alpha})
+    g0 = Q @ start.alpha + prob.p
+    if rebuild == "whole":
+        monkeypatch.setattr(batched, "LOG_MAX_PER_VAR", 0)
+    calls = []
+
+    def p_of():
+        calls.append(1)
+        return prob.p
+
+    blind = DualProblem(**{**warm.__dict__, "p": np.full(300, np.nan)})  # a placeholder that must not be read
+    sol = batched.solve(blind, tol=1e-8, working_set_size_=16, grad0=g0, p_of=p_of)
+    ref = batched.solve(warm, tol=1e-8, working_set_size_=16, grad0=g0)
+    assert ref.extra["rebuilds"] >= 1 and (ref.extra["delta_rebuilds"] >= 1) == (rebuild == "delta")
+    np.testing.assert_array_equal(sol.alpha, ref.alpha)
+    assert len(calls) == (0 if rebuild == "delta" else 1)
+    if calls:
+        assert sol.objective == ref.objective
+    else:
+        assert np.isnan(sol.objective)
+    with pytest.raises(ValueError, match="p_of .* needs grad0"):
+        batched.solve(blind, p_of=p_of)

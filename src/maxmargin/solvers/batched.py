@@ -57,7 +57,7 @@ from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 #: the common options it reads (the others are ignored), its own options, and its traits.
 PROBLEMS = ("dual", "nu-dual")
 OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
-OWN_OPTIONS = ("working_set_size_", "inner_max_iter", "grad0")
+OWN_OPTIONS = ("working_set_size_", "inner_max_iter", "grad0", "p_of")
 TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
@@ -420,7 +420,11 @@ def solve(problem, **options):
     ``working_set_size_`` (q; default from ``n`` and ``cache_size``) and
     ``inner_max_iter`` (steps of the inner SMO per round; default ``10 q``) and
     ``grad0`` (the gradient :math:`Q\alpha_0 + p` at the warm start, when the caller has it:
-    the first pass over the support vectors is then skipped).
+    the first pass over the support vectors is then skipped) and, with it, ``p_of`` (a callable
+    returning the linear term, called at most once, when :math:`p` is dear and ``problem.p`` a
+    placeholder: the restricted problems of :func:`maxmargin.scaleout.global_solve`, where
+    :math:`p = G_0 - Q\alpha_0` is a kernel pass; only a rebuild of shrunk gradients from all the
+    support vectors, a callback and the objective need it; the objective is NaN when nothing did).
     ``max_iter`` counts inner SMO steps, as in the two-variable solver.
 
     All parallel work runs on Numba's threads; BLAS is held to one thread
@@ -444,8 +448,11 @@ def _solve(
     shrinking=True,
     inner_max_iter=None,
     grad0=None,
+    p_of=None,
 ):
     nu = bool(problem.nu_constraints)
+    if p_of is not None and grad0 is None:
+        raise ValueError("p_of (the linear term on demand) needs grad0")
     if nu:
         # the nu-variant runs without shrinking: LIBSVM's per-class shrinking rule is
         # not carried over (yet), so the rounds look at every variable
@@ -456,7 +463,13 @@ def _solve(
     n_data = kr.n
     kidx = np.ascontiguousarray(problem.index, dtype=np.int64)
     y = np.ascontiguousarray(problem.y, dtype=np.float64)
-    p = np.ascontiguousarray(problem.p, dtype=np.float64)
+    p_known = [None if p_of is not None else np.ascontiguousarray(problem.p, dtype=np.float64)]
+
+    def linear_term():
+        if p_known[0] is None:
+            p_known[0] = np.ascontiguousarray(p_of(), dtype=np.float64)
+        return p_known[0]
+
     U = np.ascontiguousarray(problem.upper, dtype=np.float64)
     shift = np.ascontiguousarray(problem.shift, dtype=np.float64)
     n_var = y.shape[0]
@@ -537,7 +550,7 @@ def _solve(
                     if vars_.size:
                         G[dropped] += kernel_sum(vars_, d * y[vars_], dropped)
             else:
-                own = p[inactive] + shift[inactive] * alpha[inactive]
+                own = linear_term()[inactive] + shift[inactive] * alpha[inactive]
                 G[inactive] = own + kernel_sum(sv, alpha[sv] * y[sv], inactive)
         shrunk.clear()
         log_vars.clear()
@@ -573,14 +586,15 @@ def _solve(
         ws[~keep] = -1
 
     # gradient G = Q alpha + p (warm starts: from the nonzero alphas)
-    G = p + shift * alpha
     if grad0 is not None:
         G = np.array(grad0, dtype=np.float64)
         if G.shape != (n_var,) or not np.all(np.isfinite(G)):
             raise ValueError(f"grad0 must hold {n_var} finite values, got shape {G.shape}")
-    elif np.any(alpha > 0):
-        G[:] = 0.0
-        rebuild_inactive_gradient(np.zeros(n_var, dtype=bool))
+    else:
+        G = linear_term() + shift * alpha
+        if np.any(alpha > 0):
+            G[:] = 0.0
+            rebuild_inactive_gradient(np.zeros(n_var, dtype=bool))
 
     n_iter = 0
     rounds = 0
@@ -737,7 +751,9 @@ def _solve(
                     f"[batched] round {rounds} iter {n_iter} violation {viol:.3e} active {act.size} q {qe} "
                     f"{now - t0:.1f}s"
                 )
-            why = watch.check(n_iter, lambda: 0.5 * alpha @ (G + p), viol, alpha_sum=lambda: float(alpha.sum()))
+            why = watch.check(
+                n_iter, lambda: 0.5 * alpha @ (G + linear_term()), viol, alpha_sum=lambda: float(alpha.sum())
+            )
             if why is not None:
                 status = why
                 break
@@ -751,7 +767,7 @@ def _solve(
         extra["r"] = float(r)
     else:
         rho = compute_rho(y, G, alpha, U)
-    objective = float(0.5 * alpha @ (G + p))
+    objective = float(0.5 * alpha @ (G + p_known[0])) if p_known[0] is not None else float("nan")
     if verbose:
         print(f"[batched] {status}: rounds {rounds}, iter {n_iter}, violation {viol:.3e}, objective {objective:.6g}")
     return Solution(

@@ -516,6 +516,7 @@ def solve(
             part_solver=part_solver,
             time_limit=time_limit,
             verbose=verbose,
+            parts=[(vars_, res[2]) for (_, vars_), res in zip(members, results)] if levels == 1 else None,
         )
     else:
         opts = dict(tol=tol, max_iter=max_iter, shrinking=shrinking, cache_size=cache_size, verbose=verbose)
