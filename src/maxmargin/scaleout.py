@@ -177,10 +177,12 @@ class DaskExecutor:
         n = X.shape[0]
         groups = self._row_groups(n)
         Xsv = X[sv_rows]
-        owner = np.full(n, -1, dtype=np.int64)
-        for b, g in enumerate(groups):
-            owner[g] = b
-        sv_owner = owner[sv_rows] if exclude_own else None
+        sv_owner = None
+        if exclude_own:  # each support vector's block
+            owner = np.empty(n, dtype=np.int64)
+            for b, g in enumerate(groups):
+                owner[g] = b
+            sv_owner = owner[sv_rows]
 
         def submit():
             if self._blocks is None:
