@@ -31,7 +31,7 @@ from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, uint64
 
 from .formulas import PRECOMPUTED, RBF, check_code, transform
 from .objects import row_norms_sq
@@ -141,17 +141,18 @@ def _sparse(data, indices, indptr, n_features, code, gamma, coef0, degree, sq, r
     scratch = np.empty(nb)
     for i in range(na):
         r = ra[i]
-        for q in range(indptr[r], indptr[r + 1]):
-            work[indices[q]] = data[q]
+        # unsigned positions and indices: no negative-index test on each load (see rowcache.compute_row)
+        for q in range(uint64(indptr[r]), uint64(indptr[r + 1])):
+            work[uint64(indices[q])] = data[q]
         o = out[i][:nb]
         for j in range(nb):
             t = rb[j]
             s = 0.0
-            for q in range(indptr[t], indptr[t + 1]):
-                s += work[indices[q]] * data[q]
+            for q in range(uint64(indptr[t]), uint64(indptr[t + 1])):
+                s += work[uint64(indices[q])] * data[q]
             o[j] = s
-        for q in range(indptr[r], indptr[r + 1]):
-            work[indices[q]] = 0.0
+        for q in range(uint64(indptr[r]), uint64(indptr[r + 1])):
+            work[uint64(indices[q])] = 0.0
         transform(o, code, gamma, coef0, degree, sq[r], sqb, scratch)
 
 
@@ -207,11 +208,11 @@ def block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, ra, 
         o = out[i][:nb]
         o[:] = 0.0
         r = ra[i]
-        for q in range(indptr[r], indptr[r + 1]):
+        for q in range(uint64(indptr[r]), uint64(indptr[r + 1])):
             f = indices[q]
             v = data[q]
-            for s in range(cptr[f], cptr[f + 1]):
-                o[crow[s]] += v * cval[s]
+            for s in range(uint64(cptr[f]), uint64(cptr[f + 1])):
+                o[uint64(crow[s])] += v * cval[s]
         transform(o, code, gamma, coef0, degree, sq[r], sqb, scratch)
 
 

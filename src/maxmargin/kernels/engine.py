@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from .formulas import PRECOMPUTED, RBF, transform, transform_rows
@@ -115,8 +115,9 @@ def _transpose_chunk(cptr, cidx, cval, lo, hi, d, T):
     for f in range(d):
         T[f, :w] = 0.0
     for t in range(w):
-        for q in range(cptr[lo + t], cptr[lo + t + 1]):
-            T[cidx[q], t] = cval[q]
+        # unsigned: no negative-index test on each load (see rowcache.compute_row)
+        for q in range(uint64(cptr[lo + t]), uint64(cptr[lo + t + 1])):
+            T[uint64(cidx[q]), t] = cval[q]
 
 
 def _sparse_row_dot(o, T, bidx, bval, k0, k1):

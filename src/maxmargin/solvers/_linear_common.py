@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from llvmlite import ir
-from numba import njit
+from numba import njit, uint64
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
@@ -432,19 +432,24 @@ def sparse_dot(data, indices, lo, hi, w):
     r""":math:`\sum_{k=lo}^{hi-1} data_k\, w_{indices_k}` with four partial sums: one running sum waits for
     each addition to finish (a chain of floating-point latencies), four overlap them (measured 4-5% faster
     passes on mushrooms and a9a, where the gathers from ``w`` dominate)."""
+    # slices indexed from 0: Numba tests a load through a signed index for a negative value (Python's
+    # a[-1]) unless LLVM can prove it non-negative, as it can for a count from 0 (1.4x faster than data[lo + k])
+    d = data[lo:hi]
+    ix = indices[lo:hi]
+    n = hi - lo
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     s3 = 0.0
-    k = lo
-    while k + 4 <= hi:
-        s0 += data[k] * w[indices[k]]
-        s1 += data[k + 1] * w[indices[k + 1]]
-        s2 += data[k + 2] * w[indices[k + 2]]
-        s3 += data[k + 3] * w[indices[k + 3]]
+    k = 0
+    while k + 4 <= n:
+        s0 += d[k] * w[ix[k]]
+        s1 += d[k + 1] * w[ix[k + 1]]
+        s2 += d[k + 2] * w[ix[k + 2]]
+        s3 += d[k + 3] * w[ix[k + 3]]
         k += 4
-    while k < hi:
-        s0 += data[k] * w[indices[k]]
+    while k < n:
+        s0 += d[k] * w[ix[k]]
         k += 1
     return (s0 + s1) + (s2 + s3)
 
@@ -452,19 +457,21 @@ def sparse_dot(data, indices, lo, hi, w):
 @njit(cache=True, nogil=True, inline="always")
 def sparse_sum(indices, lo, hi, w):
     """:func:`sparse_dot` when every stored value is 1 (``LinearData.unit``): the values are not read."""
+    ix = indices[lo:hi]
+    n = hi - lo
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     s3 = 0.0
-    k = lo
-    while k + 4 <= hi:
-        s0 += w[indices[k]]
-        s1 += w[indices[k + 1]]
-        s2 += w[indices[k + 2]]
-        s3 += w[indices[k + 3]]
+    k = 0
+    while k + 4 <= n:
+        s0 += w[ix[k]]
+        s1 += w[ix[k + 1]]
+        s2 += w[ix[k + 2]]
+        s3 += w[ix[k + 3]]
         k += 4
-    while k < hi:
-        s0 += w[indices[k]]
+    while k < n:
+        s0 += w[ix[k]]
         k += 1
     return (s0 + s1) + (s2 + s3)
 
@@ -497,7 +504,7 @@ def row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias):
         for j in range(nf):
             s += Xd[i, j] * w[j]
     else:
-        for k in range(indptr[i], indptr[i + 1]):
+        for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
             s += data[k] * w[indices[k]]
     if bias > 0:
         s += bias * w[nf]
@@ -511,7 +518,7 @@ def row_axpy(i, a, w, Xd, data, indices, indptr, dense, nf, bias):
         for j in range(nf):
             w[j] += a * Xd[i, j]
     else:
-        for k in range(indptr[i], indptr[i + 1]):
+        for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
             w[indices[k]] += a * data[k]
     if bias > 0:
         w[nf] += a * bias
@@ -529,7 +536,7 @@ def row_sqnorms(Xd, data, indices, indptr, dense, nf, bias):
                 v = Xd[i, j]
                 s += v * v
         else:
-            for k in range(indptr[i], indptr[i + 1]):
+            for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
                 v = data[k]
                 s += v * v
         if bias > 0:

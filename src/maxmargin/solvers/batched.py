@@ -45,7 +45,7 @@ import os
 import time
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from .._threads import blas_threads
@@ -102,7 +102,7 @@ def _inner_step(KB, ws, y, U, QD, shift, alpha, Gl, si, sj):
     Ki = KB[si]
     Kj = KB[sj]
     for s in range(ws.shape[0]):
-        Gl[s] += y[ws[s]] * (Ki[s] * dai + Kj[s] * daj)
+        Gl[s] += y[uint64(ws[s])] * (Ki[s] * dai + Kj[s] * daj)  # unsigned: no negative-index test
     Gl[si] += shift[i] * (ai - old_ai)
     Gl[sj] += shift[j] * (aj - old_aj)
 
@@ -116,7 +116,7 @@ def _most_violating_up(ws, y, U, alpha, Gl):
     sp_ = -1
     sn_ = -1
     for s in range(ws.shape[0]):
-        v = ws[s]
+        v = uint64(ws[s])  # unsigned: no negative-index test on each load
         if y[v] > 0:
             if alpha[v] < U[v] and -Gl[s] >= gmaxp:
                 gmaxp = -Gl[s]
@@ -154,7 +154,7 @@ def _inner_smo(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
         sj = -1
         best = np.inf
         for s in range(q):
-            v = ws[s]
+            v = uint64(ws[s])  # unsigned: no negative-index test on each load
             if y[v] > 0:
                 if alpha[v] > 0.0:
                     val = Gl[s]
@@ -201,7 +201,7 @@ def _inner_smo_nu(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
         sj = -1
         best = np.inf
         for s in range(q):
-            v = ws[s]
+            v = uint64(ws[s])  # unsigned: no negative-index test on each load
             if y[v] > 0:
                 if alpha[v] <= 0.0:
                     continue

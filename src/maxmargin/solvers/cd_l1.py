@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, uint64
 
 from ._linear_common import _prefetch, drive, rand_below, rng_state
 from .dual_cd import LinearFit
@@ -89,7 +89,7 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
                     _prefetch(b, cindices[p])
             G = 0.0
             H = 0.0
-            for p in range(cindptr[j], cindptr[j + 1]):
+            for p in range(uint64(cindptr[j]), uint64(cindptr[j + 1])):
                 bi = b[cindices[p]]
                 v = zdata[p]
                 on = 1.0 if bi > 0.0 else 0.0
@@ -129,20 +129,20 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
             # the loss change is at most G d + xj_sq d^2 (xj_sq[j] = sum_i z_ij^2 over all rows): when that
             # bound already passes the test, the step is taken without a pass over the column (LIBLINEAR's rule)
             if xj_sq[j] * d * d + G * d + abs(wj + d) - abs(wj) <= sigma * delta:
-                for p in range(cindptr[j], cindptr[j + 1]):
+                for p in range(uint64(cindptr[j]), uint64(cindptr[j + 1])):
                     b[cindices[p]] -= d * zdata[p]
                 w[j] = wj + d
                 s += 1
                 continue
             for _ls in range(20):
                 dl = 0.0
-                for p in range(cindptr[j], cindptr[j + 1]):
+                for p in range(uint64(cindptr[j]), uint64(cindptr[j + 1])):
                     bi = b[cindices[p]]
                     nb = max(bi - d * zdata[p], 0.0)
                     bi = max(bi, 0.0)
                     dl += nb * nb - bi * bi
                 if dl + abs(wj + d) - abs(wj) <= sigma * delta:
-                    for p in range(cindptr[j], cindptr[j + 1]):
+                    for p in range(uint64(cindptr[j]), uint64(cindptr[j + 1])):
                         b[cindices[p]] -= d * zdata[p]
                     w[j] = wj + d
                     break
@@ -184,7 +184,7 @@ def scaled_columns(cdata, cindices, cindptr, scale):
     sq = np.zeros(m)
     for j in range(m):
         t = 0.0
-        for p in range(cindptr[j], cindptr[j + 1]):
+        for p in range(uint64(cindptr[j]), uint64(cindptr[j + 1])):
             v = cdata[p] * scale[cindices[p]]
             zdata[p] = v
             t += v * v

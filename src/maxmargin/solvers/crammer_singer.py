@@ -24,7 +24,7 @@ epoch is at most ``tol``.  (LIBLINEAR also shrinks classes and samples; this sol
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 from ._linear_common import (
     drive,
@@ -56,7 +56,7 @@ def _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, out):
             for m in range(k):
                 out[m] += v * Wf[m]
     else:
-        for p in range(indptr[i], indptr[i + 1]):
+        for p in range(uint64(indptr[i]), uint64(indptr[i + 1])):
             v = data[p]
             Wf = Wt[indices[p]]
             for m in range(k):
@@ -179,7 +179,7 @@ def _epochs(
                     for f in range(nf):
                         _add_changes(Wt[f], Xd[i, f], changed, dm, nch)
                 else:
-                    for p in range(indptr[i], indptr[i + 1]):
+                    for p in range(uint64(indptr[i]), uint64(indptr[i + 1])):
                         _add_changes(Wt[indices[p]], data[p], changed, dm, nch)
                 if bias > 0:
                     _add_changes(Wt[nf], bias, changed, dm, nch)

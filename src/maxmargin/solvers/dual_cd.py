@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from .._jit import parallel, with_constants
 from ._linear_common import (
@@ -281,10 +281,10 @@ def _svc_epochs_rec(
             up = R[r + REC_UPPER]
             acc = bias * w[nf] if has_bias else 0.0
             if unit:
-                for k in range(lo, hi):
+                for k in range(uint64(lo), uint64(hi)):
                     acc += w[indices[k]]
             else:
-                for k in range(lo, hi):
+                for k in range(uint64(lo), uint64(hi)):
                     acc += data[k] * w[indices[k]]
             G = yi * acc - 1.0 + R[r + REC_DIAG] * a
             PG = 0.0
@@ -314,10 +314,10 @@ def _svc_epochs_rec(
                 d = (na - a) * yi
                 if d != 0.0:
                     if unit:
-                        for k in range(lo, hi):
+                        for k in range(uint64(lo), uint64(hi)):
                             w[indices[k]] += d
                     else:
-                        for k in range(lo, hi):
+                        for k in range(uint64(lo), uint64(hi)):
                             w[indices[k]] += d * data[k]
                     if has_bias:
                         w[nf] += d * bias
@@ -457,7 +457,7 @@ def _svc_async_epochs(
                             for c in range(nf):
                                 w[c] += d * Xd[i, c]
                         else:
-                            for k in range(indptr[i], indptr[i + 1]):
+                            for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
                                 w[indices[k]] += d * data[k]
                         if has_bias:
                             bparts[t, 0] += d * bias

@@ -9,7 +9,7 @@ Used by :mod:`maxmargin.solvers.ovo` (every one-vs-one problem of a multi-class 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 from .smo import TAU, pair_step
 
@@ -105,12 +105,13 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
         i = -1
         for k in range(m):
             t = act[k]
+            u = uint64(t)  # an unsigned index: no negative-index test on each load
             if t < na:
-                if alpha[t] < U[t] and -G[t] >= gmax:
-                    gmax = -G[t]
+                if alpha[u] < U[u] and -G[u] >= gmax:
+                    gmax = -G[u]
                     i = t
-            elif alpha[t] > 0.0 and G[t] >= gmax:
-                gmax = G[t]
+            elif alpha[u] > 0.0 and G[u] >= gmax:
+                gmax = G[u]
                 i = t
         j = -1
         gmax2 = -np.inf
@@ -121,20 +122,21 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
             best = np.inf
             for k in range(m):
                 t = act[k]
+                u = uint64(t)
                 if t < na:
-                    if alpha[t] <= 0.0:
+                    if alpha[u] <= 0.0:
                         continue
-                    v = G[t]
-                    kit = Li[t]
+                    v = G[u]
+                    kit = Li[u]
                 else:
-                    if alpha[t] >= U[t]:
+                    if alpha[u] >= U[u]:
                         continue
-                    v = -G[t]
-                    kit = Ri[t - na]
+                    v = -G[u]
+                    kit = Ri[uint64(t - na)]
                 gmax2 = max(gmax2, v)
                 b = gmax + v
                 if b > 0.0:
-                    a = QDi + QD[t] - 2.0 * kit
+                    a = QDi + QD[u] - 2.0 * kit
                     obj = -(b * b) / (a if a > 0.0 else TAU)
                     if obj <= best:
                         best = obj

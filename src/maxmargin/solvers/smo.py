@@ -76,7 +76,7 @@ import types
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, uint64
 
 from .._threads import one_blas_thread
 from ..kernels.rowcache import (  # noqa: F401
@@ -99,6 +99,7 @@ OWN_OPTIONS = ()
 TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
+FIRST_SHRINK = 1000
 INF = np.inf
 
 
@@ -162,15 +163,16 @@ def _select(kd, cache, sv, m, all_active, tol):
     i = -1
     for k in range(m):
         t = active[k]
-        if y[t] > 0:
-            if alpha[t] < U[t]:
-                v = -G[t]
+        u = uint64(t)  # an unsigned index: no negative-index wraparound test on each load
+        if y[u] > 0:
+            if alpha[u] < U[u]:
+                v = -G[u]
                 if v >= gmax:
                     gmax = v
                     i = t
         else:
-            if alpha[t] > 0.0:
-                v = G[t]
+            if alpha[u] > 0.0:
+                v = G[u]
                 if v >= gmax:
                     gmax = v
                     i = t
@@ -189,14 +191,15 @@ def _select(kd, cache, sv, m, all_active, tol):
     best = INF
     for k in range(m):
         t = active[k]
-        if y[t] > 0:
-            if alpha[t] > 0.0:
-                v = G[t]
+        u = uint64(t)  # an unsigned index: no negative-index wraparound test on each load
+        if y[u] > 0:
+            if alpha[u] > 0.0:
+                v = G[u]
                 if v > gmax2:
                     gmax2 = v
                 b = gmax + v
                 if b > 0.0:
-                    a = QDi + QD[t] - 2.0 * Ki[kidx[t]]
+                    a = QDi + QD[u] - 2.0 * Ki[uint64(kidx[u])]
                     if a <= 0.0:
                         a = TAU
                     obj = -(b * b) / a
@@ -204,13 +207,13 @@ def _select(kd, cache, sv, m, all_active, tol):
                         best = obj
                         j = t
         else:
-            if alpha[t] < U[t]:
-                v = -G[t]
+            if alpha[u] < U[u]:
+                v = -G[u]
                 if v > gmax2:
                     gmax2 = v
                 b = gmax + v
                 if b > 0.0:
-                    a = QDi + QD[t] - 2.0 * Ki[kidx[t]]
+                    a = QDi + QD[u] - 2.0 * Ki[uint64(kidx[u])]
                     if a <= 0.0:
                         a = TAU
                     obj = -(b * b) / a
@@ -233,15 +236,16 @@ def _select_nu(kd, cache, sv, m, all_active, tol):
     jn = -1
     for k in range(m):
         t = active[k]
-        if y[t] > 0:
-            if alpha[t] < U[t]:
-                v = -G[t]
+        u = uint64(t)  # an unsigned index: no negative-index wraparound test on each load
+        if y[u] > 0:
+            if alpha[u] < U[u]:
+                v = -G[u]
                 if v >= gmaxp:
                     gmaxp = v
                     ip = t
         else:
-            if alpha[t] > 0.0:
-                v = G[t]
+            if alpha[u] > 0.0:
+                v = G[u]
                 if v >= gmaxn:
                     gmaxn = v
                     jn = t
@@ -273,14 +277,15 @@ def _select_nu(kd, cache, sv, m, all_active, tol):
     best = INF
     for k in range(m):
         t = active[k]
-        if y[t] > 0:
-            if alpha[t] > 0.0:
-                v = G[t]
+        u = uint64(t)  # an unsigned index: no negative-index wraparound test on each load
+        if y[u] > 0:
+            if alpha[u] > 0.0:
+                v = G[u]
                 if v > gmaxp2:
                     gmaxp2 = v
                 b = gmaxp + v
                 if ip >= 0 and b > 0.0:
-                    a = QD[ip] + QD[t] - 2.0 * Kp[kidx[t]]
+                    a = QD[ip] + QD[u] - 2.0 * Kp[uint64(kidx[u])]
                     if a <= 0.0:
                         a = TAU
                     obj = -(b * b) / a
@@ -288,13 +293,13 @@ def _select_nu(kd, cache, sv, m, all_active, tol):
                         best = obj
                         j = t
         else:
-            if alpha[t] < U[t]:
-                v = -G[t]
+            if alpha[u] < U[u]:
+                v = -G[u]
                 if v > gmaxn2:
                     gmaxn2 = v
                 b = gmaxn + v
                 if jn >= 0 and b > 0.0:
-                    a = QD[jn] + QD[t] - 2.0 * Kn[kidx[t]]
+                    a = QD[jn] + QD[u] - 2.0 * Kn[uint64(kidx[u])]
                     if a <= 0.0:
                         a = TAU
                     obj = -(b * b) / a
@@ -353,8 +358,8 @@ def _reconstruct(kd, cache, sv, m):
             )
             c = y[j] * alpha[j]
             for r in range(inactive.shape[0]):
-                t = inactive[r]
-                G[t] += y[t] * c * Kj[kidx[t]]
+                u = uint64(inactive[r])
+                G[u] += y[u] * c * Kj[uint64(kidx[u])]
 
 
 @njit(cache=True)
@@ -573,9 +578,9 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
         dai = (ai - old_ai) * y[i]
         daj = (aj - old_aj) * y[j]
         for k in range(m):
-            t = active[k]
-            kt = kidx[t]
-            G[t] += y[t] * (Ki[kt] * dai + Kj[kt] * daj)
+            u = uint64(active[k])  # unsigned indices: no wraparound test on each load
+            kt = uint64(kidx[u])
+            G[u] += y[u] * (Ki[kt] * dai + Kj[kt] * daj)
         G[i] += shift[i] * (ai - old_ai)
         G[j] += shift[j] * (aj - old_aj)
         if shrinking:
@@ -597,7 +602,7 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                     if was_up:
                         c = -c
                     for t in range(n_var):
-                        Gbar[t] += y[t] * c * Kv[kidx[t]]
+                        Gbar[t] += y[t] * c * Kv[uint64(kidx[t])]
                     Gbar[v] += (c * y[v]) * shift[v]
         state[3] += 1
         steps += 1
@@ -801,7 +806,7 @@ class SolverState:
         self.Gbar = np.zeros(n)
         self.active = np.arange(n, dtype=np.int64)
         self.act_data = self.kidx.copy()
-        self.state = np.array([n, 0, min(n, 1000), 0], dtype=np.int64)
+        self.state = np.array([n, 0, min(n, FIRST_SHRINK), 0], dtype=np.int64)
         self.fstate = np.zeros(1)
 
     def arrays(self):

@@ -39,7 +39,7 @@ import types
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from ._linear_common import _prefetch, compact_columns, dense_dot, drive, sparse_dot, sparse_sum
@@ -145,12 +145,12 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, 
                     a[j] += c * v
                     a[m + j] += zi * v * v
             elif unit:
-                for k in range(indptr[i], indptr[i + 1]):
+                for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
                     j = indices[k]
                     a[j] += c
                     a[m + j] += zi
             else:
-                for k in range(indptr[i], indptr[i + 1]):
+                for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
                     j = indices[k]
                     v = data[k]
                     a[j] += c * v
@@ -192,10 +192,10 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
                     o += bias * v[nf]
                 c = zi * o
                 if unit:
-                    for k in range(p0, p1):
+                    for k in range(uint64(p0), uint64(p1)):
                         a[indices[k]] += c
                 else:
-                    for k in range(p0, p1):
+                    for k in range(uint64(p0), uint64(p1)):
                         a[indices[k]] += c * data[k]
             if has_bias:
                 a[nf] += c * bias
