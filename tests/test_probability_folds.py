@@ -21,7 +21,7 @@ def _capture_cv(monkeypatch):
 
     def spy(fit_fold, Xs, ysub, kernel, rng, **kw):
         dec = original(fit_fold, Xs, ysub, kernel, rng, **kw)
-        captured.append((ysub.copy(), kw["plan"], dec))
+        captured.append((ysub.copy(), kw["plan"], dec, Xs))
         return dec
 
     monkeypatch.setattr(probability, "cv_decision_values", spy)
@@ -69,14 +69,20 @@ def test_fold_solutions_match_libsvm_on_each_fold(monkeypatch):
     X, y = make_classification(400, 6, flip_y=0.05, random_state=3)
     captured = _capture_cv(monkeypatch)
     maxmargin.SVC(C=2.0, gamma=0.3, tol=1e-7, probability=True, random_state=0).fit(X, y)
-    ((ysub, plan, dec),) = captured
+    ((ysub, plan, dec, Xs),) = captured
+    # the folds run on the rows grouped by class (+1 first, each in its order): row perm[r] is their row r
+    perm = probability.class_groups(np.where(y == 0, 1.0, -1.0))  # the first class is +1
+    assert perm is not None and np.array_equal(Xs, X[perm])
+    inv = np.argsort(perm)
     # LIBSVM's folds: one permutation from random_state
     expected = probability.fold_plan(X.shape[0], check_random_state(0))
-    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(plan, expected))
+    assert all(
+        np.array_equal(a[0], np.sort(inv[b[0]])) and np.array_equal(a[1], inv[b[1]]) for a, b in zip(plan, expected)
+    )
     reference = np.zeros_like(dec)
     for train, test in plan:
-        ref = sklearn.svm.SVC(C=2.0, gamma=0.3, tol=1e-7).fit(X[train], ysub[train])
-        reference[test] = ref.decision_function(X[test])  # positive for +1, as ours
+        ref = sklearn.svm.SVC(C=2.0, gamma=0.3, tol=1e-7).fit(Xs[train], ysub[train])
+        reference[test] = ref.decision_function(Xs[test])  # positive for +1, as ours
     np.testing.assert_allclose(dec, reference, atol=1e-4)
 
 
@@ -116,11 +122,11 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
     est = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
     # five warm-started batched folds, each from the full fit's gradient (probability.fold_start)
     assert solvers == [("batched", True, True)] * probability.N_FOLDS
-    ((ysub, plan, dec),) = captured
+    ((ysub, plan, dec, Xs),) = captured
     reference = np.zeros_like(dec)
     for train, test in plan:
-        ref = sklearn.svm.SVC(C=1.0, gamma=0.01, tol=1e-6).fit(X[train], ysub[train])
-        reference[test] = ref.decision_function(X[test])
+        ref = sklearn.svm.SVC(C=1.0, gamma=0.01, tol=1e-6).fit(Xs[train], ysub[train])
+        reference[test] = ref.decision_function(Xs[test])
     np.testing.assert_allclose(dec, reference, atol=1e-4)
     numba.set_num_threads(1)
     try:
@@ -278,9 +284,10 @@ def test_fold_start_gradient_is_the_folds(rng):
 
 
 def test_fold_rows_starts_and_shared_cache(rng):
-    """FoldRows: every fold's start and gradients (one product over the shared rows) equal the fold
-    problem's own (init_gradient from its Q); folds run on caches over the shared rows, two at once,
-    leave those rows as they were and reach the solution of a fold solved alone."""
+    """FoldRows: every fold's start and gradients (one product over the shared rows, plus kernel blocks for
+    the support vectors whose rows are not shared) equal the fold problem's own (init_gradient from its Q);
+    folds run on caches over the shared rows, two at once, leave those rows as they were and reach the
+    solution of a fold solved alone."""
     from concurrent.futures import ThreadPoolExecutor
 
     from maxmargin.kernels import make_kernel
@@ -292,22 +299,26 @@ def test_fold_rows_starts_and_shared_cache(rng):
     C = np.full(300, 2.0)
     k = make_kernel("rbf", gamma=0.3, X=X)
     full = smo.solve(csvc_problem(X, k, y, C), tol=1e-6)
+    n_sv = np.count_nonzero(full.alpha)
     plan = probability.fold_plan(300, np.random.RandomState(0))
-    # 0.3 MB holds 131 rows: fewer than the support vectors, so no shared start
+    # 0.3 MB holds 131 rows: three quarters (SHARED_MAX_FRACTION) for support vectors, fewer than there are
     small = probability.FoldRows(X, k, full.alpha, C, cache_size=0.3, workers=2)
-    assert small.sv.size == 127 < np.count_nonzero(full.alpha) and small.starts(plan, full.alpha, y, C) is None
-    # 0.4 MB: the support vectors' rows and two regions of 14 slots
-    shared = probability.FoldRows(X, k, full.alpha, C, cache_size=0.4, workers=2)
-    assert shared.sv.size == np.count_nonzero(full.alpha) and shared.rows.shape[0] - shared.sv.size >= 4
-    before = shared.rows[: shared.sv.size].copy()
+    assert small.sv.size == int(probability.SHARED_MAX_FRACTION * 131) < n_sv
+    # 1 MB: every support vector's row, and two regions of the rest
+    large = probability.FoldRows(X, k, full.alpha, C, cache_size=1.0, workers=2)
+    assert large.sv.size == n_sv and large.rows.shape[0] - large.sv.size >= 4
+    for shared in (small, large):
+        starts = shared.starts(plan, full.alpha, y, C)
+        for (train, _), (a0, G, Gbar) in zip(plan, starts):
+            fold = csvc_problem(X, k, y[train], C[train], index=train)
+            np.testing.assert_array_equal(a0, probability.restore_equality(full.alpha[train], y[train]))
+            Q = fold.q_matrix()
+            np.testing.assert_allclose(G, Q @ a0 + fold.p, atol=1e-10)
+            at_up = a0 >= C[train]
+            np.testing.assert_allclose(Gbar, Q[:, at_up] @ C[train][at_up], atol=1e-10)
+    shared = small
     starts = shared.starts(plan, full.alpha, y, C)
-    for (train, _), (a0, G, Gbar) in zip(plan, starts):
-        fold = csvc_problem(X, k, y[train], C[train], index=train)
-        np.testing.assert_array_equal(a0, probability.restore_equality(full.alpha[train], y[train]))
-        Q = fold.q_matrix()
-        np.testing.assert_allclose(G, Q @ a0 + fold.p, atol=1e-10)
-        at_up = a0 >= C[train]
-        np.testing.assert_allclose(Gbar, Q[:, at_up] @ C[train][at_up], atol=1e-10)
+    before = shared.rows[: shared.sv.size].copy()
 
     def run(f):
         train, _ = plan[f]

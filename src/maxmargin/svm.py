@@ -906,6 +906,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         fold's result depends on its rows only, so the model is the same bit for bit whatever
         the number of threads.  The caller holds BLAS to one thread and silences the folds'
         ConvergenceWarnings."""
+        perm = None if (precomputed or plan is None) else probability.class_groups(ysub)
+        if perm is not None:  # the folds on the rows grouped by class; the values come back in the pair's order
+            Xs, ysub, bounds, fit, plan = probability.grouped(perm, Xs, ysub, bounds, fit, plan)
+            dec = self._cv_decision_values(Xs, ysub, bounds, kern, precomputed, fit, plan, workers)
+            out = np.empty_like(dec)
+            out[perm] = dec
+            return out
         options = self._solver_options(with_callback=False)
         options["verbose"] = False
         options["tol"] = probability.fold_tol(self.tol)
