@@ -334,3 +334,20 @@ def test_fold_rows_starts_and_shared_cache(rng):
         alone = smo.solve(csvc_problem(X[train], k, y[train], C[train]), tol=1e-6)
         assert sol.objective == pytest.approx(alone.objective, rel=1e-6, abs=1e-8)
         assert sol.violation < 1e-6
+
+
+def test_thin_dense_folds_go_to_the_batched_solver_where_the_support_vectors_rows_do_not_fit():
+    """SMO serves the folds of thin dense data while the full fit's support vectors' rows fit in the folds'
+    shared share of cache_size (probability.shared_slots); beyond, the batched solver (SVC._folds_batched)."""
+    from maxmargin.kernels import make_kernel
+
+    X = np.random.default_rng(0).normal(size=(5000, 4))
+    kern = make_kernel("rbf", gamma=0.5, X=X)
+    room = probability.shared_slots(5000, 8.0, probability.fold_workers())
+    slots = 8 * 1024 * 1024 // (8 * 5000)
+    assert room == min(slots - 2 * probability.fold_workers(), int(probability.SHARED_MAX_FRACTION * slots))
+    est = maxmargin.SVC(probability=True, cache_size=8.0)
+    assert not est._folds_batched(X, kern, room)
+    assert est._folds_batched(X, kern, room + 1)
+    assert not maxmargin.SVC(probability=True, cache_size=8.0, solver="smo")._folds_batched(X, kern, room + 1)
+    assert not est._folds_batched(X[:4000], kern, room + 1)  # folds of 3,200 rows: SMO whatever the rows

@@ -514,6 +514,21 @@ SHARED_MAX_FRACTION = 0.75
 START_BLOCK_MB = 32
 
 
+def _slots(n, cache_size, workers):
+    """Rows of ``n`` values in the folds' array of ``cache_size`` MB (at most ``n`` plus two per worker)."""
+    slots = min(int(cache_size * 1024 * 1024 // (8 * max(n, 1))), n + 2 * workers)
+    return max(2 * workers, slots)
+
+
+def shared_slots(n, cache_size, workers):
+    """How many of the full fit's support vectors' rows :class:`FoldRows` shares: the workers' regions keep
+    at least a share of the slots (:data:`SHARED_MAX_FRACTION`) -- with every slot but two per worker given to
+    the support vectors, a fold recomputed each new row it needed again and again (ijcnn1, 20,000 rows in
+    200 MB: 3,000 rows a fold for 4,500 steps)."""
+    slots = _slots(n, cache_size, workers)
+    return max(min(slots - 2 * workers, int(SHARED_MAX_FRACTION * slots)), 0)
+
+
 class FoldRows:
     """Kernel rows the cross-validation folds of one binary problem share.
 
@@ -539,16 +554,10 @@ class FoldRows:
         self.cache_size = cache_size
         self.n = n = X.shape[0]
         workers = max(1, int(workers))
-        slots = 0
-        if self.key is not None:
-            slots = min(int(cache_size * 1024 * 1024 // (8 * max(n, 1))), n + 2 * workers)
-            slots = max(2 * workers, slots)
+        slots = _slots(n, cache_size, workers) if self.key is not None else 0
         free = np.flatnonzero((alpha > 0) & (alpha < upper))
         bound = np.flatnonzero((alpha > 0) & (alpha >= upper))
-        # the workers' regions keep at least a share of the slots (SHARED_MAX_FRACTION): with every slot but
-        # two per worker given to the support vectors, a fold recomputed each new row it needed again and
-        # again (ijcnn1, 20,000 rows in 200 MB: 3,000 rows a fold for 4,500 steps)
-        room = max(min(slots - 2 * workers, int(SHARED_MAX_FRACTION * slots)), 0)
+        room = shared_slots(n, cache_size, workers) if self.key is not None else 0
         self.sv = np.r_[free, bound][:room].astype(np.int64)
         self._rest = np.r_[free, bound][room:].astype(np.int64)  # support vectors whose rows are not shared
         self._X, self._kernel = X, kernel

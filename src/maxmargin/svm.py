@@ -917,7 +917,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         options["verbose"] = False
         options["tol"] = probability.fold_tol(self.tol)
         whole = np.arange(ysub.shape[0])
-        posed = self._fold_problem(Xs, ysub, bounds, kern, whole) is not None
+        n_sv = int(np.count_nonzero(fit.alpha)) if fit.alpha is not None else 0
+        posed = self._fold_problem(Xs, ysub, bounds, kern, whole, n_sv) is not None
         shared = starts = None
         warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
         if posed and fit.alpha is not None and kern.name != "callable":
@@ -928,11 +929,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     starts = {id(train): st for (train, _), st in zip(plan, found)}
         # the batched folds (warm 1-norm C-SVC) start from the full fit's gradient, less the held-out rows
         full_grad = None
-        if warm is not None and not posed and self._folds_batched(Xs, kern) and "train_decision" in fit.extra:
+        if warm is not None and not posed and self._folds_batched(Xs, kern, n_sv) and "train_decision" in fit.extra:
             full_grad = ysub * (fit.extra["train_decision"] + fit.rho) - 1.0
 
         def fit_fold(train, alpha0):
-            problem = self._fold_problem(Xs, ysub, bounds, kern, train)
+            problem = self._fold_problem(Xs, ysub, bounds, kern, train, n_sv)
             if problem is None:
                 opts = options
                 if full_grad is not None and alpha0 is not None:
@@ -953,9 +954,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Whether a fold may start from the full fit's multipliers (restricted to its rows)."""
         return False
 
-    def _fold_problem(self, X, y, bounds, kern, train):
+    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0):
         """The dual of a cross-validation fold as a problem over all rows of ``X`` with
-        ``index = train``, or None where the fold must go through ``_fit_pair``."""
+        ``index = train``, or None where the fold must go through ``_fit_pair`` (``n_sv``: the full
+        fit's support vectors)."""
         return None
 
     def _fit_fold_problem(self, problem, options, alpha0, start=None):  # pragma: no cover - with _fold_problem
@@ -1324,27 +1326,32 @@ class SVC(BaseSVMClassifier):
     def _folds_warm_start(self):
         return self.formulation == "l1" and self.solver in ("auto", "smo", "batched") and not self.solver_options
 
-    def _folds_batched(self, X, kern):
+    def _folds_batched(self, X, kern, n_sv=0):
         """Whether the cross-validation folds of a binary problem on the rows ``X`` go to the batched solver
         (``solver='auto'`` only): where the folds are large enough for 'auto' to pick it and SMO's one kernel row
-        at a time is dear -- sparse rows (a row is a merge per pair of rows) or many features.  Measured
-        (session 5; sparse40k, 8000 x 300 one-hot, 5 warm folds, each solver timed alone): SMO 6.7 s, batched
-        2.1 s; dense ijcnn1 (22 features): SMO 1.7 s (on one thread each; two folds at a time) against
-        batched 1.5 s (on both threads), so thin dense data keep SMO."""
+        at a time is dear -- sparse rows (a row is a merge per pair of rows) or many features -- or where the
+        full fit's ``n_sv`` support vectors' rows do not all fit in the folds' shared share of ``cache_size``
+        (:func:`maxmargin.probability.shared_slots`), so that SMO's folds would recompute rows again and again.
+        Measured (session 5; sparse40k, 8000 x 300 one-hot, 5 warm folds, each solver timed alone): SMO 6.7 s,
+        batched 2.1 s.  Session 12, dense ijcnn1 (22 features), whole probability fits with SMO / batched
+        folds: 12,000 rows 0.98 / 1.13 s (the support vectors' rows fit), 20,000 rows 2.31 / 2.21 s (1,349
+        support vectors, 982 shared slots), all 49,990 rows 12.5 / 6.9 s."""
         if self.solver != "auto" or kern.name in ("precomputed", "callable"):
             return False
         n_fold = X.shape[0] - X.shape[0] // probability.N_FOLDS
         if formulations.resolve_solver(self.formulation, "auto", n_fold) != "batched":
             return False
-        return sp.issparse(X) or X.shape[1] >= FOLDS_BATCHED_FEATURES
+        if sp.issparse(X) or X.shape[1] >= FOLDS_BATCHED_FEATURES:
+            return True
+        return n_sv > probability.shared_slots(X.shape[0], self.cache_size, probability.fold_workers())
 
-    def _fold_problem(self, X, y, bounds, kern, train):
+    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0):
         # SMO serves the folds also where the full fit took the batched solver: they start from
         # its multipliers and hold its support vectors' kernel rows (BaseSVMClassifier._cv_decision_values),
         # except where SMO's kernel rows are dear (_folds_batched)
         if self.formulation != "l1" or self.solver not in ("auto", "smo") or self.solver_options:
             return None  # other formulations, solvers and options: through formulations.fit_binary
-        if self._folds_batched(X, kern):
+        if self._folds_batched(X, kern, n_sv):
             return None  # through fit_binary, 'auto': the batched solver, warm-started
         m = train.shape[0]
         return DualProblem(
@@ -1491,7 +1498,7 @@ class NuSVC(BaseSVMClassifier):
             raise ValueError("NuSVC does not take a starting point")
         return formulations.fit("nu-svc", X, y, bounds, kern, self.solver, rows=rows, nu=self.nu, **options)
 
-    def _fold_problem(self, X, y, bounds, kern, train):
+    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0):
         problem = nu_svc_problem(X, kern, y[train], self.nu, bounds[train])
         problem.index = train.astype(np.int64)
         return problem
