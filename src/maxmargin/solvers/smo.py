@@ -99,7 +99,6 @@ OWN_OPTIONS = ()
 TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
-FIRST_SHRINK = 1000
 INF = np.inf
 
 
@@ -806,7 +805,7 @@ class SolverState:
         self.Gbar = np.zeros(n)
         self.active = np.arange(n, dtype=np.int64)
         self.act_data = self.kidx.copy()
-        self.state = np.array([n, 0, min(n, FIRST_SHRINK), 0], dtype=np.int64)
+        self.state = np.array([n, 0, min(n, 1000), 0], dtype=np.int64)
         self.fstate = np.zeros(1)
 
     def arrays(self):
