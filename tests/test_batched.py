@@ -201,7 +201,35 @@ def test_compiled_exp_is_within_one_ulp():
     assert np.all((o >= 0) & (o < 1e-300))
 
 
-@pytest.mark.parametrize("case", ["sparse_low", "dense_mid"])
+def test_wide_sparse_rows_on_threads_match_the_kernel(monkeypatch):
+    """The inverted-index rows of wide sparse data on Numba's threads (the work threshold set to 0 so that
+    the parallel loops run on this small matrix): rows into their destinations, rows against a subset of
+    the columns, the gradient rebuild and kernel_times."""
+    from maxmargin.kernels import engine
+
+    monkeypatch.setattr(engine, "PARALLEL_MIN_WORK", 0)
+    X = _kernel_row_cases()["sparse_high"]
+    k = make_kernel("rbf", gamma=0.3)
+    kr = batched.KernelRows(X, k)
+    assert kr.path == "wide"
+    idx = np.array([3, 3, 250, 0, 77])  # a row twice
+    out = np.full((6, X.shape[0]), np.nan)
+    kr.compute(idx, out, dest=np.array([5, 1, 0, 2, 4]))
+    np.testing.assert_allclose(out[[5, 1, 0, 2, 4]], k(X[idx], X), rtol=1e-12, atol=1e-12)
+    assert np.isnan(out[3]).all()  # rows not named are left alone
+    cols = np.arange(10, 300, 7)
+    kr.set_columns(cols)
+    out = np.zeros((5, X.shape[0]))
+    kr.compute(idx, out)
+    np.testing.assert_allclose(out[:, : cols.size], k(X[idx], X[cols]), rtol=1e-12, atol=1e-12)
+    rows, targets = np.arange(0, 300, 2), np.arange(1, 300, 4)
+    coef = np.linspace(-1.0, 1.0, rows.size)
+    ref = k(X[targets], X[rows]) @ coef
+    np.testing.assert_allclose(kr.times(rows, coef, targets), ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(engine.kernel_times(k, X[targets], X[rows], coef), ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", ["sparse_low", "sparse_high", "dense_mid"])
 def test_solver_on_each_row_path_matches_qp(case):
     X = _kernel_row_cases()[case][:150]
     rng = np.random.default_rng(2)
