@@ -622,7 +622,8 @@ class FoldRows:
         region = self.regions.get()
         try:
             cache = RowCache.sharing(self.rows, self.sv, region)
-            kd = self.kd._replace(work=np.zeros_like(self.kd.work))  # scratch of the sparse rows: one per fold
+            # scratch of the sparse rows: one per fold
+            kd = self.kd._replace(work=np.zeros_like(self.kd.work), acc=np.zeros_like(self.kd.acc))
             pool.entries[self.key] = [kd, cache, pool.generation]
             yield pool
         finally:
