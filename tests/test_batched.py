@@ -229,6 +229,31 @@ def test_wide_sparse_rows_on_threads_match_the_kernel(monkeypatch):
     np.testing.assert_allclose(engine.kernel_times(k, X[targets], X[rows], coef), ref, rtol=1e-10, atol=1e-10)
 
 
+def test_dense_rows_in_even_chunks(monkeypatch):
+    """Fewer than EVEN_BELOW chunks of CHUNK columns are cut into a multiple of CHUNKS_MULTIPLE of like width
+    (the cut from the number of columns alone), and the rows so computed on threads are the kernel's."""
+    from maxmargin.kernels import engine
+
+    for n in (1000, 1024, 3000, 5000, 16000, 16385, 50000):
+        w = engine.chunk_width(n)
+        nch = -(-n // w)
+        assert w <= engine.CHUNK and (nch - 1) * w < n
+        if n >= engine.CHUNKS_MULTIPLE * engine.MIN_CHUNK and -(-n // engine.CHUNK) < engine.EVEN_BELOW:
+            assert nch % engine.CHUNKS_MULTIPLE == 0 and w >= engine.MIN_CHUNK
+        else:
+            assert w == engine.CHUNK
+    monkeypatch.setattr(engine, "PARALLEL_MIN_WORK", 0)
+    rng = np.random.default_rng(5)
+    for d in (5, 40):  # the narrow loop and the BLAS chunks
+        X = rng.normal(size=(1100, d))
+        k = make_kernel("rbf", gamma=0.1)
+        kr = batched.KernelRows(X, k)
+        idx = np.array([0, 7, 1099])
+        out = np.zeros((3, 1100))
+        kr.compute(idx, out)
+        np.testing.assert_allclose(out, k(X[idx], X), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("case", ["sparse_low", "sparse_high", "dense_mid"])
 def test_solver_on_each_row_path_matches_qp(case):
     X = _kernel_row_cases()[case][:150]

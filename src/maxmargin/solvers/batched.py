@@ -494,7 +494,7 @@ def _solve(
     vpos = kidx.copy()
     m_cols = n_data
 
-    stats = {"rebuilds": 0, "delta_rebuilds": 0, "rebuild_time": 0.0}
+    stats = {"rebuilds": 0, "delta_rebuilds": 0, "rebuild_time": 0.0, "rows_computed": 0}
     identity_index = n_var == n_data and bool(np.array_equal(kidx, np.arange(n_data)))
 
     # What the rebuild needs: each shrink's dropped variables with the position in the change log at
@@ -689,6 +689,7 @@ def _solve(
         if todo.size:
             kr.compute(kidx[ws[todo]], KB, todo)
             slot_data[todo] = kidx[ws[todo]]
+            stats["rows_computed"] += todo.size
         # ---- Q_BB: refresh the entries of slots whose member changed
         fresh = np.flatnonzero((ws >= 0) & (ks_member != ws))
         if fresh.size:
