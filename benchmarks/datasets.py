@@ -277,8 +277,19 @@ def text2(n=6_000, n_test=2_000, vocab=30_000, seed=42):
     return _int32(Xtr), y[:n], _int32(Xte), y[n:], dict(C=10.0, gamma=1.0)
 
 
+def dense2k(n=5_000, n_test=2_000, d=2_000, seed=1):
+    """Dense and wide, two classes: 5k x 2,000 features (50 informative, the rest noise; as gene expression or
+    image descriptors), about 3,400 support vectors.  Each kernel row is a 2,000-long product per column (added
+    in session 13: its rows' column chunks, 2048 + 2048 + 904, left one of two threads idle)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n + n_test, d, n_informative=50, random_state=seed)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
 LOADERS.update(
     text2=text2,
+    dense2k=dense2k,
     hashed300k=hashed300k,
     tall200k=tall200k,
     pendigits=pendigits,

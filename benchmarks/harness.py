@@ -8,7 +8,8 @@
 Shapes (issue 11): many classes (pendigits 10, usps 10, mnist 10, the generated
 letter26: 26 classes x 16 features x 15k rows, text100: 100 classes, 6.4k sparse
 rows x 50k words), very sparse binary (a9a, the generated sparse40k: 40k x 300,
-12 nonzeros a row), wide sparse binary text (the generated text2: 6k x 30k tf-idf), narrow dense (ijcnn1, skin), imbalanced many classes (the generated
+12 nonzeros a row), wide sparse binary text (the generated text2: 6k x 30k tf-idf), dense and wide binary (the generated
+dense2k: 5k x 2,000), narrow dense (ijcnn1, skin), imbalanced many classes (the generated
 zipf50: 50 classes of Zipf sizes, 20k x 30), large and easy binary (the generated easy20k:
 20k x 10, about 50 SVs), very many small classes (the generated classes300: 300 classes of 20
 rows, 44,850 pairs).  ``shapes`` names them all.
@@ -50,7 +51,7 @@ sys.path.insert(0, str(HERE))
 PEERS = ("maxmargin", "sklearn", "sklearnex", "libsvm", "thundersvm")
 SHAPES = (
     *("pendigits", "usps", "letter26", "text100", "mnist", "zipf50", "classes300"),
-    *("a9a", "sparse40k", "text2", "ijcnn1", "skin", "easy20k"),
+    *("a9a", "sparse40k", "text2", "dense2k", "ijcnn1", "skin", "easy20k"),
 )
 
 
