@@ -497,7 +497,9 @@ def _solve(
     held = np.full(n_rows, -1, dtype=np.int64)  # the data row whose kernel row each row of KB holds (-1: none)
     row_of = np.full(n_data, -1, dtype=np.int64)  # the row of KB holding each data row's kernel row
     used = np.zeros(n_rows, dtype=np.int64)  # the round each row of KB was last read
-    rows_open = [q]  # rows of KB in use: the kept ones only once rows are computed again (KEEP_AFTER)
+    # rows of KB in use: as many as the slots in use (the working set's rows stay few while they are), all once rows
+    # come to be computed again (KEEP_AFTER), where cache_size leaves room beside q
+    rows_open = [qe]
     computed_once = np.zeros(n_data, dtype=bool)
     KS = np.empty((qe, qe))  # kernel among the members, by slot (Q_BB without y), slots 0..qe-1
     ks_member = np.full(q, -1, dtype=np.int64)  # the member each slot had when KS was filled
@@ -726,7 +728,8 @@ def _solve(
                 computed_once[data] = True
                 stats["rows_again"] += again
                 # rows computed again after they left: open the kept rows (their pages are touched only then)
-                if rows_open[0] < n_rows and stats["rows_again"] > KEEP_AFTER * max(stats["rows_computed"], q):
+                keeping = rows_open[0] == n_rows or n_rows == q  # already, or no room for kept rows beside q
+                if not keeping and stats["rows_again"] > KEEP_AFTER * max(stats["rows_computed"], q):
                     rows_open[0] = n_rows
         used[rowslot[occ]] = rounds + 1
         # ---- Q_BB: refresh the entries of slots whose member changed
@@ -753,6 +756,7 @@ def _solve(
             saturated = np.count_nonzero((a_ws > 0) & (a_ws < U[ws_occ])) > qe // 2
             if saturated or np.count_nonzero(alpha) > SV_PER_SLOT * qe:
                 grown = min(q, 2 * qe)
+                rows_open[0] = max(rows_open[0], grown)
                 KS2 = np.empty((grown, grown))
                 KS2[:qe, :qe] = KS
                 KS = KS2
