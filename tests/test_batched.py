@@ -375,10 +375,10 @@ def test_kept_rows_save_kernel_passes_and_leave_the_minimiser(kind, monkeypatch)
     """Rows kept after their member left the working set (KEEP_ROWS, opened at once with KEEP_AFTER = 0): a
     member that comes back reads its row from there, through shrinking (the kept rows follow the columns) and
     the unshrinking (they are dropped); SVR's two variables of a data row share one row.  The minimiser is the
-    QP's, with fewer rows computed than without them."""
+    QP's, with fewer rows computed than without them (KEEP_MIN_FEATURES lowered: these rows are cheap)."""
     rng = np.random.default_rng(6)
     n = 600
-    X = rng.normal(size=(n, 4))
+    X = np.hstack([rng.normal(size=(n, 4)), 0.1 * rng.normal(size=(n, 8))])  # the dense path (BLAS chunks)
     k = make_kernel("rbf", gamma=0.8)
     if kind == "svc":
         y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
@@ -387,6 +387,7 @@ def test_kept_rows_save_kernel_passes_and_leave_the_minimiser(kind, monkeypatch)
         z = np.sin(2 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=n)
         prob = svr_problem(X, k, z, 2.0, 0.05)
     monkeypatch.setattr(batched, "KEEP_AFTER", 0.0)
+    monkeypatch.setattr(batched, "KEEP_MIN_FEATURES", 1)
     kept = batched.solve(prob, tol=1e-7, working_set_size_=24)
     monkeypatch.setattr(batched, "KEEP_ROWS", False)
     plain = batched.solve(prob, tol=1e-7, working_set_size_=24)
