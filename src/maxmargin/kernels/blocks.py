@@ -141,18 +141,8 @@ def _sparse(data, indices, indptr, n_features, code, gamma, coef0, degree, sq, r
     scratch = np.empty(nb)
     for i in range(na):
         r = ra[i]
-        # unsigned positions and indices: no negative-index test on each load (see rowcache.compute_row)
-        for q in range(uint64(indptr[r]), uint64(indptr[r + 1])):
-            work[uint64(indices[q])] = data[q]
         o = out[i][:nb]
-        for j in range(nb):
-            t = rb[j]
-            s = 0.0
-            for q in range(uint64(indptr[t]), uint64(indptr[t + 1])):
-                s += work[uint64(indices[q])] * data[q]
-            o[j] = s
-        for q in range(uint64(indptr[r]), uint64(indptr[r + 1])):
-            work[uint64(indices[q])] = 0.0
+        scattered_dots(work, data, indices, indptr, r, rb, o)
         transform(o, code, gamma, coef0, degree, sq[r], sqb, scratch)
 
 
@@ -170,6 +160,34 @@ def block(bd, ra, rb, out):
         for i in range(ra.shape[0]):
             for j in range(rb.shape[0]):
                 out[i, j] = X[ra[i], rb[j]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def postings_dots(o, bidx, bval, k0, k1, cptr, crow, cval):
+    """``o[c] += x . z_c`` for the sparse row x (nonzeros ``k0..k1-1`` of ``bidx, bval``) and the rows z_c held
+    as an inverted index (:func:`columns_of`): each nonzero of x meets only the nonzeros of its own feature, the
+    features in the row's order.  Unsigned positions: no negative-index test on each load."""
+    for k in range(uint64(k0), uint64(k1)):
+        f = bidx[k]
+        v = bval[k]
+        for s in range(uint64(cptr[f]), uint64(cptr[f + 1])):
+            o[uint64(crow[s])] += v * cval[s]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def scattered_dots(work, data, indices, indptr, i, targets, out):
+    """``out[j] = x_i . x_targets[j]`` for CSR rows: x_i scattered into ``work`` (zeros, as long as the features;
+    zeros again after), each target's nonzeros against it."""
+    for q in range(uint64(indptr[i]), uint64(indptr[i + 1])):
+        work[uint64(indices[q])] = data[q]
+    for j in range(targets.shape[0]):
+        t = targets[j]
+        s = 0.0
+        for q in range(uint64(indptr[t]), uint64(indptr[t + 1])):
+            s += work[uint64(indices[q])] * data[q]
+        out[j] = s
+    for q in range(uint64(indptr[i]), uint64(indptr[i + 1])):
+        work[uint64(indices[q])] = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -208,11 +226,7 @@ def block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, ra, 
         o = out[i][:nb]
         o[:] = 0.0
         r = ra[i]
-        for q in range(uint64(indptr[r]), uint64(indptr[r + 1])):
-            f = indices[q]
-            v = data[q]
-            for s in range(uint64(cptr[f]), uint64(cptr[f + 1])):
-                o[uint64(crow[s])] += v * cval[s]
+        postings_dots(o, indices, data, indptr[r], indptr[r + 1], cptr, crow, cval)
         transform(o, code, gamma, coef0, degree, sq[r], sqb, scratch)
 
 

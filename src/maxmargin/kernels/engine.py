@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
-from .blocks import columns_of
+from .blocks import columns_of, postings_dots
 from .formulas import PRECOMPUTED, RBF, transform
 from .objects import densify_if_cheap, row_norms_sq
 
@@ -237,11 +237,7 @@ def _rows_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coe
     for r in prange(q):
         o = out[dest[r]][:m]
         o[:] = 0.0
-        for k in range(uint64(bptr[r]), uint64(bptr[r + 1])):
-            f = bidx[k]
-            v = bval[k]
-            for s in range(uint64(cptr[f]), uint64(cptr[f + 1])):
-                o[uint64(crow[s])] += v * cval[s]
+        postings_dots(o, bidx, bval, bptr[r], bptr[r + 1], cptr, crow, cval)
         scratch = np.empty(m)
         transform(o, code, gamma, coef0, degree, sq_b[r], sq, scratch)
 
@@ -257,11 +253,7 @@ def _times_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, co
         scratch = np.empty(m)
         for r in range(b * SPARSE_CHUNK, min((b + 1) * SPARSE_CHUNK, q)):
             o[:] = 0.0
-            for k in range(uint64(bptr[r]), uint64(bptr[r + 1])):
-                f = bidx[k]
-                v = bval[k]
-                for s in range(uint64(cptr[f]), uint64(cptr[f + 1])):
-                    o[uint64(crow[s])] += v * cval[s]
+            postings_dots(o, bidx, bval, bptr[r], bptr[r + 1], cptr, crow, cval)
             transform(o, code, gamma, coef0, degree, sq_b[r], sq, scratch)
             acc = 0.0
             for t in range(m):
@@ -388,6 +380,10 @@ class KernelRows:
             self.df = np.diff(self.inv[0])
         return self.inv
 
+    def _row_args(self, idx):
+        """The rows' squared norms, the columns' and the kernel's parameters, as the compiled row loops take them."""
+        return self.sq[idx], self.sqc, self.code, self.gamma, self.coef0, float(self.degree)
+
     def diag(self):
         if self.code == PRECOMPUTED:
             return np.ascontiguousarray(np.diag(self.X), dtype=np.float64)
@@ -413,12 +409,7 @@ class KernelRows:
                 Xi.indptr.astype(np.int64),
                 Xi.indices.astype(np.int64),
                 Xi.data,
-                self.sq[idx],
-                self.sqc,
-                self.code,
-                self.gamma,
-                self.coef0,
-                float(self.degree),
+                *self._row_args(idx),
                 out,
                 dest,
             )
@@ -433,12 +424,7 @@ class KernelRows:
                 cptr,
                 crow,
                 cval,
-                self.sq[idx],
-                self.sqc,
-                self.code,
-                self.gamma,
-                self.coef0,
-                float(self.degree),
+                *self._row_args(idx),
                 out,
                 dest,
             )
@@ -453,19 +439,7 @@ class KernelRows:
             (False, False): _rows_dense_ser,
         }[(self.small, big)]
         cols = self.XcT if self.small else self.Xc
-        rows(
-            cols,
-            np.ascontiguousarray(Xi),
-            self.sq[idx],
-            self.sqc,
-            self.code,
-            self.gamma,
-            self.coef0,
-            float(self.degree),
-            out,
-            dest,
-            chunk_width(m),
-        )
+        rows(cols, np.ascontiguousarray(Xi), *self._row_args(idx), out, dest, chunk_width(m))
         return out
 
     def times(self, rows, coef, targets, parallel=True):
@@ -479,23 +453,9 @@ class KernelRows:
             indptr, indices, data = self._csr
             cptr, crow, cval = columns_of(data, indices, indptr, self.X.shape[1], np.asarray(rows, dtype=np.int64))
             Xt = self.X[targets]
-            res = np.empty(targets.size)
             work = int(np.diff(cptr)[Xt.indices].sum())
-            (_times_wide_par if parallel and work >= PARALLEL_MIN_WORK else _times_wide_ser)(
-                *_csr_arrays(Xt),
-                cptr,
-                crow,
-                cval,
-                self.sq[targets],
-                np.ascontiguousarray(self.sq[rows]),
-                self.code,
-                self.gamma,
-                self.coef0,
-                float(self.degree),
-                np.ascontiguousarray(coef, dtype=np.float64),
-                res,
-            )
-            return res
+            fn = _times_wide_par if parallel and work >= PARALLEL_MIN_WORK else _times_wide_ser
+            return self._fused(fn, (*_csr_arrays(Xt), cptr, crow, cval), rows, coef, targets)
         if self.Xs is not None or (not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D):
             # compiled and fused (kernel value, exp, product with coef); the targets'
             # nonzeros drive the products
@@ -508,22 +468,25 @@ class KernelRows:
                 Xo = self.X_orig
                 t_arrays = _dense_as_csr(Xo[targets])
                 r_arrays = _dense_as_csr(Xo[rows])
-            res = np.empty(targets.size)
-            (_times_sparse_par if parallel else _times_sparse_ser)(
-                *r_arrays,
-                self.X_orig.shape[1],
-                *t_arrays,
-                self.sq[targets],
-                np.ascontiguousarray(self.sq[rows]),
-                self.code,
-                self.gamma,
-                self.coef0,
-                float(self.degree),
-                np.ascontiguousarray(coef, dtype=np.float64),
-                res,
-            )
-            return res
+            fn = _times_sparse_par if parallel else _times_sparse_ser
+            return self._fused(fn, (*r_arrays, self.X_orig.shape[1], *t_arrays), rows, coef, targets)
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
+
+    def _fused(self, fn, arrays, rows, coef, targets):
+        """``fn(*arrays, <norms, kernel parameters, coef>, res)``: a fused gradient-rebuild loop; returns ``res``."""
+        res = np.empty(targets.size)
+        fn(
+            *arrays,
+            self.sq[targets],
+            np.ascontiguousarray(self.sq[rows]),
+            self.code,
+            self.gamma,
+            self.coef0,
+            float(self.degree),
+            np.ascontiguousarray(coef, dtype=np.float64),
+            res,
+        )
+        return res
 
 
 #: :func:`kernel_times` of dense rows uses the fused loop from this many kernel values, at most this many
