@@ -8,7 +8,7 @@ Problem: L2-regularised squared hinge, C = 1 (MNIST: C = 0.01, where LIBLINEAR's
 bias feature 1 (LIBLINEAR's ``-B 1``; scikit-learn's
 ``fit_intercept=True``), one-vs-rest for MNIST.  Two solvers, each against its LIBLINEAR counterpart at the same
 ``tol`` (LIBLINEAR's ``-e``): the dual coordinate descent (``-s 1``, LIBLINEAR's default solver; tol 0.1, its
-default) and the primal trust-region Newton method (``-s 2``; tol 0.01, its default).  Fit times are the median of
+default) and the primal Newton method (line search, as liblinear-official 2.40+) (``-s 2``; tol 0.01, its default).  Fit times are the median of
 ``--repeat`` fits in this process (after one warm-up fit each), data conversion excluded for every peer
 (LIBLINEAR's problem is built once).  The primal objective of every model is computed here by one function from
 its weights, so the objectives compare directly.  Ratio = fit time / LIBLINEAR's (same solver); < 1: faster.
@@ -23,7 +23,8 @@ Datasets from ../shared/data (MAXMARGIN_DATA elsewhere): a9a (+ a9a.t), mushroom
 a generated bag-of-words set, 200,000 x 50,000 (+ 50,000 test rows), ~50 non-zeros a row, and three generated
 shapes from ``datasets.py`` (fixed seeds): ``letter26`` (15,000 x 16 dense, unscaled 0..15, 26 classes),
 ``text100`` (6,400 x 50,000 TF-IDF, 100 classes), ``sparse40k`` (40,000 x 300 one-hot, 12 non-zeros a row),
-``hashed300k`` (300,000 x 2**20, 4 hashed features a row) and ``tall200k`` (200,000 x 20 dense).  The other
+``hashed300k`` (300,000 x 2**20, 4 hashed features a row), ``tall200k`` (200,000 x 20 dense), ``text2`` (6,000 x
+30,000 TF-IDF, binary) and ``dense2k`` (5,000 x 2,000 dense, 50 informative features).  The other
 LIBLINEAR solvers (hinge, L1 penalty, Crammer-Singer, SVR) on these shapes: ``sweep_linear.py``.
 """
 
@@ -43,7 +44,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-SETS = ("a9a", "mushrooms", "ijcnn1", "mnist", "bow", "letter26", "text100", "sparse40k", "hashed300k", "tall200k")
+SETS = (
+    "a9a",
+    "mushrooms",
+    "ijcnn1",
+    "mnist",
+    "bow",
+    "letter26",
+    "text100",
+    "sparse40k",
+    "hashed300k",
+    "tall200k",
+    "text2",
+    "dense2k",
+)
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
 
@@ -102,7 +116,7 @@ def load(name):
         yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
     elif name == "bow":
         Xtr, ytr, Xte, yte = bag_of_words()
-    elif name in ("letter26", "text100", "sparse40k", "hashed300k", "tall200k"):
+    elif name in ("letter26", "text100", "sparse40k", "hashed300k", "tall200k", "text2", "dense2k"):
         # generated shapes (datasets.py): many classes dense, wide sparse text of 100 classes, very sparse rows,
         # 4 hashed features of 2**20 a row, tall thin dense rows
         import datasets

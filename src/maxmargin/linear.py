@@ -22,7 +22,9 @@ with :math:`\xi_i = \max(0, 1 - y_i w\cdot x_i)` and :math:`|r|_\epsilon = \max(
 LIBLINEAR from 2.42, the dual solver of a squared loss runs at most 300 epochs; if it has not met ``tol`` by
 then, the primal Newton method continues from its ``w`` (``solvers.dual_primal``; only when ``max_iter`` > 300,
 so a smaller ``max_iter`` stops the dual solver there).  ``dual='auto'`` picks the
-dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.
+dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.  "TRON"
+is the primal Newton method of ``solvers.tron``: since session 14 with LIBLINEAR 2.40's line search (its
+trust-region variant stays there as ``method="trust_region"``).
 
 Multi-class problems are one-vs-rest (``multi_class='ovr'``), one binary problem per class on threads, or
 Crammer-Singer.  As in LIBLINEAR (and so scikit-learn), in a one-vs-rest problem the class weight multiplies
