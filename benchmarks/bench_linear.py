@@ -8,7 +8,8 @@ Problem: L2-regularised squared hinge, C = 1 (MNIST: C = 0.01, where LIBLINEAR's
 bias feature 1 (LIBLINEAR's ``-B 1``; scikit-learn's
 ``fit_intercept=True``), one-vs-rest for MNIST.  Two solvers, each against its LIBLINEAR counterpart at the same
 ``tol`` (LIBLINEAR's ``-e``): the dual coordinate descent (``-s 1``, LIBLINEAR's default solver; tol 0.1, its
-default) and the primal Newton method (line search, as liblinear-official 2.40+) (``-s 2``; tol 0.01, its default).  Fit times are the median of
+default) and the primal Newton method with a line search (``-s 2``, as liblinear-official 2.40+; tol 0.01, its
+default).  Fit times are the median of
 ``--repeat`` fits in this process (after one warm-up fit each), data conversion excluded for every peer
 (LIBLINEAR's problem is built once).  The primal objective of every model is computed here by one function from
 its weights, so the objectives compare directly.  Ratio = fit time / LIBLINEAR's (same solver); < 1: faster.
