@@ -196,9 +196,11 @@ def fold_singletons(ld):
         if ld.indices.size == 0 or nf < FOLD_SINGLETONS_MIN * ld.indices.size:
             return None
         counts = np.bincount(ld.indices, minlength=nf)
-        single = counts[ld.indices] == 1
-        if single.mean() < FOLD_SINGLETONS_MIN:
+        # a one-row feature holds exactly one stored value: their share from the counts alone (text2, 351k
+        # values: 0.5 ms against 1.4 ms for the per-value mask, which only a fold needs)
+        if np.count_nonzero(counts == 1) < FOLD_SINGLETONS_MIN * ld.indices.size:
             return None
+        single = counts[ld.indices] == 1
         row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(ld.indptr))
         vals = np.ones(ld.indices.size) if ld.unit else ld.data.astype(np.float64)
         kept = np.flatnonzero(counts >= 2)
@@ -237,9 +239,8 @@ def compact_columns(ld):
         nf = ld.n_features
         if nf < COMPACT_MIN_FEATURES_PER_VALUE * ld.indices.size:
             return None  # vectors of nf are a small part of a pass over the stored values: no gain
-        used = np.zeros(nf, dtype=bool)
-        used[ld.indices] = True
-        kept = np.flatnonzero(used)
+        # the features' counts (np.bincount: text2, 351k values, 0.5 ms against 1.5 ms for a scatter of flags)
+        kept = np.flatnonzero(np.bincount(ld.indices, minlength=nf))
         if kept.shape[0] > COMPACT_MAX_USED * nf:
             return None
         small = _restricted(ld, kept)

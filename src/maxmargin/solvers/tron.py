@@ -181,7 +181,7 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
     far = (not dense) and v.shape[0] > FAR_WEIGHTS
     for t in prange(n_chunks):
         a = acc[t]
-        a[:] = 0.0
+        a[: v.shape[0]] = 0.0  # the products fill the first half only
         lo = t * n // n_chunks
         end = lo + n_act[t]
         for q in range(lo, end):
