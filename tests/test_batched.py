@@ -449,3 +449,36 @@ def test_linear_term_on_demand(rng, monkeypatch, rebuild):
         assert np.isnan(sol.objective)
     with pytest.raises(ValueError, match="p_of .* needs grad0"):
         batched.solve(blind, p_of=p_of)
+
+
+def test_shared_rows_are_read_not_computed_and_leave_the_minimiser():
+    """shared_rows: kernel rows computed before over a larger set of rows (a probability fold's problem over its
+    training rows reads the full fit's support vectors' rows, probability.HeldRows): the rows it holds are
+    gathered onto the active columns, through shrinking, and serve the gradient rebuilds; the rows it lacks are
+    computed.  The minimiser is the QP's, with fewer rows computed; a malformed triple is refused."""
+    from maxmargin.kernels.engine import KernelRows
+
+    rng = np.random.default_rng(8)
+    N = 700
+    X = np.hstack([rng.normal(size=(N, 4)), 0.1 * rng.normal(size=(N, 8))])
+    k = make_kernel("rbf", gamma=0.8)
+    y_all = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=N) > 0, 1.0, -1.0)
+    train = np.sort(rng.choice(N, size=560, replace=False))
+    prob = csvc_problem(X[train], k, y_all[train], 4.0)
+    held = np.sort(rng.choice(N, size=350, replace=False))  # rows of S: half of them training rows
+    S = np.empty((held.size, N))
+    KernelRows(X, k).compute(held, S)
+    slot = np.full(N, -1, dtype=np.int64)
+    slot[held] = np.arange(held.size)
+    shared = batched.solve(prob, tol=1e-7, working_set_size_=32, shared_rows=(S, slot[train], train))
+    plain = batched.solve(prob, tol=1e-7, working_set_size_=32)
+    assert shared.converged and plain.converged
+    assert shared.extra["rows_shared"] > 0 and shared.extra["rebuilds"] >= 1
+    assert shared.extra["rows_computed"] < plain.extra["rows_computed"]
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
+    assert shared.objective == pytest.approx(ref, rel=1e-7)
+    assert np.allclose(shared.grad, Q @ shared.alpha + prob.p, atol=1e-8)
+    assert kkt_violation(Q, prob.p, prob.y, prob.upper, shared.alpha) < 1e-6
+    with pytest.raises(ValueError, match="shared_rows must be"):
+        batched.solve(prob, shared_rows=(S, slot, train))

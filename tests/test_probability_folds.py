@@ -114,14 +114,15 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
     def spy_fit(X_, y_, bounds, kern, formulation, solver, rows=None, **options):
         if rows is not None and rows.shape[0] < X_.shape[0]:
             name = formulations.resolve_solver(formulation, solver, rows.shape[0])
-            solvers.append((name, "alpha0" in options, "grad0" in options))
+            solvers.append((name, "alpha0" in options, "grad0" in options, "shared_rows" in options))
         return real_fit_binary(X_, y_, bounds, kern, formulation, solver, rows=rows, **options)
 
     monkeypatch.setattr(formulations, "fit_binary", spy_fit)
     captured = _capture_cv(monkeypatch)
     est = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
-    # five warm-started batched folds, each from the full fit's gradient (probability.fold_start)
-    assert solvers == [("batched", True, True)] * probability.N_FOLDS
+    # five warm-started batched folds, each from the full fit's gradient (probability.fold_start), reading the
+    # full fit's support vectors' rows (64 features: a row is dear, probability.HeldRows)
+    assert solvers == [("batched", True, True, True)] * probability.N_FOLDS
     ((ysub, plan, dec, Xs),) = captured
     reference = np.zeros_like(dec)
     for train, test in plan:
@@ -281,6 +282,40 @@ def test_fold_start_gradient_is_the_folds(rng):
     fold = csvc_problem(X, k, y[train], C[train], index=train)
     assert abs(y[train] @ a0) < 1e-9 and np.all(a0 >= 0) and np.all(a0 <= C[train])
     np.testing.assert_allclose(g0, fold.q_matrix() @ a0 + fold.p, atol=1e-9)
+
+
+def test_held_rows_give_the_folds_start_and_held_out_values(rng):
+    """HeldRows (the batched folds' rows of the full fit's support vectors, where a kernel row is dear): its
+    sums -- the rows it holds read, the others computed -- equal the kernel's, for a fold's start
+    (fold_start) and its held-out decision values, with part of the support vectors held (a small cache)."""
+    from maxmargin.kernels import make_kernel
+    from maxmargin.problem import csvc_problem
+    from maxmargin.solvers import smo
+
+    X, y01 = make_classification(n_samples=300, n_features=70, n_informative=6, random_state=4)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    C = np.full(300, 2.0)
+    k = make_kernel("rbf", gamma=0.02, X=X)
+    assert probability.rows_are_dear(X, k) and not probability.rows_are_dear(X[:, :8], k)
+    full = smo.solve(csvc_problem(X, k, y, C), tol=1e-6)
+    n_sv = int(np.count_nonzero(full.alpha))
+    cache = (n_sv // 2 + 240 * 240 / 300) * 8 * 300 / 2**20  # room for about half the support vectors' rows
+    held = probability.HeldRows(X, k, full.alpha, C, cache, 240)
+    assert 0 < held.sv.size < n_sv
+    assert held.fold_cache_size() == pytest.approx(cache - held.rows.nbytes / 2**20)
+    train = np.sort(rng.choice(300, size=240, replace=False))
+    test = np.setdiff1d(np.arange(300), train)
+    a0, g0 = probability.fold_start(X, k, y, full.alpha, full.grad, train, held=held)
+    b0, h0 = probability.fold_start(X, k, y, full.alpha, full.grad, train)
+    np.testing.assert_array_equal(a0, b0)
+    np.testing.assert_allclose(g0, h0, atol=1e-12)
+    fold = csvc_problem(X, k, y[train], C[train], index=train)
+    np.testing.assert_allclose(g0, fold.q_matrix() @ a0 + fold.p, atol=1e-9)
+    fit = smo.solve(fold, tol=1e-6)
+    fit.rho = float(fit.rho)
+    with_held = probability.held_out_decision(X, k, train, test, fit, y[train], held=held)
+    without = probability.held_out_decision(X, k, train, test, fit, y[train])
+    np.testing.assert_allclose(with_held, without, atol=1e-12)
 
 
 def test_fold_rows_starts_and_shared_cache(rng):

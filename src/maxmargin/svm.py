@@ -928,17 +928,24 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 if found is not None:  # each fold's start, by the id of its training rows in the plan
                     starts = {id(train): st for (train, _), st in zip(plan, found)}
         # the batched folds (warm 1-norm C-SVC) start from the full fit's gradient, less the held-out rows
-        full_grad = None
+        full_grad = held = None
         if warm is not None and not posed and self._folds_batched(Xs, kern, n_sv) and "train_decision" in fit.extra:
             full_grad = ysub * (fit.extra["train_decision"] + fit.rho) - 1.0
+            if probability.rows_are_dear(Xs, kern):  # the support vectors' rows, computed once for every fold
+                n_fold = Xs.shape[0] - Xs.shape[0] // probability.N_FOLDS
+                held = probability.HeldRows(Xs, kern, warm, bounds, self.cache_size, n_fold)
+                if held.sv.size == 0:
+                    held = None
 
         def fit_fold(train, alpha0):
             problem = self._fold_problem(Xs, ysub, bounds, kern, train, n_sv)
             if problem is None:
                 opts = options
                 if full_grad is not None and alpha0 is not None:
-                    alpha0, g0 = probability.fold_start(Xs, kern, ysub, warm, full_grad, train)
+                    alpha0, g0 = probability.fold_start(Xs, kern, ysub, warm, full_grad, train, held=held)
                     opts = dict(options, grad0=g0)
+                    if held is not None:
+                        opts.update(shared_rows=(held.rows, held.slot[train], train), cache_size=held.fold_cache_size())
                 return self._fit_pair(Xs, ysub[train], bounds[train], kern, opts, alpha0, rows=train)
             start = starts.get(id(train)) if starts is not None and alpha0 is not None else None
             with contextlib.ExitStack() as stack:
@@ -947,7 +954,16 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 return self._fit_fold_problem(problem, options, alpha0, start)
 
         return probability.cv_decision_values(
-            fit_fold, Xs, ysub, kern, None, alpha_full=warm, full_fit=fit, workers=workers if posed else 1, plan=plan
+            fit_fold,
+            Xs,
+            ysub,
+            kern,
+            None,
+            alpha_full=warm,
+            full_fit=fit,
+            workers=workers if posed else 1,
+            plan=plan,
+            held=held,
         )
 
     def _folds_warm_start(self):

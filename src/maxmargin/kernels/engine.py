@@ -361,14 +361,20 @@ class KernelRows:
         else:
             self.sqc = np.ascontiguousarray(self.sq[cols])
             self.m = cols.shape[0]
-        if self.path == "wide":  # the columns as an inverted index, built when first needed (_inverted)
-            self.inv = None
-            self.Xc = None
-        elif cols is None:
-            self.Xc = self.X
-        else:
-            self.Xc = self.X[:, cols] if self.code == PRECOMPUTED else self.X[cols]
-        self.XcT = np.ascontiguousarray(self.Xc.T) if self.small else None
+        # the columns' data (wide: as an inverted index, _inverted), gathered when a row is first computed
+        # against them: a solver that reads most rows from elsewhere (the batched solver's shared_rows) or
+        # changes columns again first gathers nothing (5 folds of a 5,000 x 2,000 problem: 0.35 s of copies)
+        self.inv = None
+        self._xc = None
+
+    def _columns(self):
+        """The columns' data rows (``X[cols]``; the columns of a Gram matrix; the transpose for the narrow
+        loop), gathered on first use after :meth:`set_columns`."""
+        if self._xc is None:
+            cols = self.cols
+            Xc = self.X if cols is None else (self.X[:, cols] if self.code == PRECOMPUTED else self.X[cols])
+            self._xc = np.ascontiguousarray(Xc.T) if self.small else Xc
+        return self._xc
 
     def _inverted(self):
         """The columns as an inverted index (feature -> the columns holding it, :func:`columns_of`) and each
@@ -398,13 +404,13 @@ class KernelRows:
             return out
         m = self.m
         if self.path == "gram":
-            out[dest, :m] = self.Xc[idx]
+            out[dest, :m] = self._columns()[idx]
             return out
         if self.path == "sparse":
             Xi = self.Xs[idx]
             big = parallel and Xi.nnz * m >= PARALLEL_MIN_WORK
             (_rows_sparse_par if big else _rows_sparse_ser)(
-                *_csr_arrays(self.Xc),
+                *_csr_arrays(self._columns()),
                 self.d,
                 Xi.indptr.astype(np.int64),
                 Xi.indices.astype(np.int64),
@@ -438,8 +444,7 @@ class KernelRows:
             (False, True): _rows_dense_par,
             (False, False): _rows_dense_ser,
         }[(self.small, big)]
-        cols = self.XcT if self.small else self.Xc
-        rows(cols, np.ascontiguousarray(Xi), *self._row_args(idx), out, dest, chunk_width(m))
+        rows(self._columns(), np.ascontiguousarray(Xi), *self._row_args(idx), out, dest, chunk_width(m))
         return out
 
     def times(self, rows, coef, targets, parallel=True):
@@ -494,6 +499,40 @@ class KernelRows:
 #: 8,000 x 1,000 x 16 0.66x, 4,000 x 400 x 22 0.94x; 4,000 x 40 x 10 1.13x, 1,600 x 3,300 x 40 1.17x)
 FUSED_DENSE_MIN_ENTRIES = 2_000_000
 FUSED_DENSE_MAX_D = 24
+
+
+def _held_times_py(S, slots, coef, cols, out):
+    """out[t] = sum_r coef[r] * S[slots[r], cols[t]], column chunks in parallel (each sum in the order of r)."""
+    m = cols.shape[0]
+    nb = (m + CHUNK - 1) // CHUNK
+    for b in prange(nb):
+        lo = b * CHUNK
+        hi = min(lo + CHUNK, m)
+        a = out[lo:hi]
+        c = cols[lo:hi]
+        a[:] = 0.0
+        for r in range(slots.shape[0]):
+            src = S[slots[r]]
+            cr = coef[r]
+            for t in range(hi - lo):
+                a[t] += cr * src[c[t]]
+
+
+_held_times_par, _held_times_ser = parallel_and_serial(_held_times_py)
+
+
+def held_times(S, slots, coef, cols, parallel=True):
+    r""":math:`\sum_r c_r K(i_r, j)` for the columns ``j`` in ``cols`` from kernel rows computed before: row
+    ``slots[r]`` of ``S`` holds :math:`K(i_r, \cdot)` (the probability folds' rows of the full fit's support
+    vectors, :class:`maxmargin.probability.HeldRows`).  A read of the stored values instead of new kernel
+    values; the same sums whatever the threads."""
+    slots = np.ascontiguousarray(slots, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    out = np.empty(cols.shape[0])
+    fn = _held_times_par if parallel and slots.shape[0] * cols.shape[0] >= PARALLEL_MIN_WORK else _held_times_ser
+    fn(S, slots, coef, cols, out)
+    return out
 
 
 def kernel_times(kernel, A, B, coef, parallel=True):

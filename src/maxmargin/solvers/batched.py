@@ -52,7 +52,7 @@ from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from .._threads import blas_threads
-from ..kernels.engine import CHUNK, PARALLEL_MIN_WORK, KernelRows
+from ..kernels.engine import CHUNK, PARALLEL_MIN_WORK, KernelRows, held_times
 from .base import Solution, Watch
 from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 
@@ -60,7 +60,7 @@ from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
 #: the common options it reads (the others are ignored), its own options, and its traits.
 PROBLEMS = ("dual", "nu-dual")
 OPTIONS = ("tol", "max_iter", "shrinking", "cache_size", "callback", "callback_info", "time_limit", "verbose")
-OWN_OPTIONS = ("working_set_size_", "inner_max_iter", "grad0", "p_of")
+OWN_OPTIONS = ("working_set_size_", "inner_max_iter", "grad0", "p_of", "shared_rows")
 TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
 
 TAU = 1e-12
@@ -286,6 +286,20 @@ def _grad_update_py(KB, rows, coef, vars_, vpos, y, G, m):
         G[v] += y[v] * acc[vpos[k]]
 
 
+def _gather_rows_py(S, slots, scols, KB, rows):
+    """KB[rows[r], t] = S[slots[r], scols[t]]: kernel rows read from rows computed before over other columns
+    (``shared_rows``), rows in parallel."""
+    m = scols.shape[0]
+    for r in prange(slots.shape[0]):
+        src = S[slots[r]]
+        dst = KB[rows[r]]
+        for t in range(m):
+            dst[t] = src[scols[t]]
+
+
+_gather_rows_par, _gather_rows_ser = parallel_and_serial(_gather_rows_py)
+
+
 @njit(cache=True)
 def _refresh_block(KB, rowslot, KS, fresh, occ, cp):
     """KS[s, t] = KS[t, s] = K(member s, member t) for the slots ``s`` in ``fresh``
@@ -460,6 +474,7 @@ def _solve(
     inner_max_iter=None,
     grad0=None,
     p_of=None,
+    shared_rows=None,
 ):
     nu = bool(problem.nu_constraints)
     if p_of is not None and grad0 is None:
@@ -520,6 +535,17 @@ def _solve(
     m_cols = n_data
 
     stats = {"rebuilds": 0, "delta_rebuilds": 0, "rebuild_time": 0.0, "rows_computed": 0, "rows_again": 0}
+    # kernel rows computed before, over other columns (shared_rows = (S, slot, col): S[slot[i], col[j]] =
+    # K(data row i, data row j), slot -1 where S lacks the row): read instead of computed
+    S = None
+    if shared_rows is not None:
+        S, s_slot, s_col = shared_rows
+        s_slot = np.ascontiguousarray(s_slot, dtype=np.int64)
+        s_col = np.ascontiguousarray(s_col, dtype=np.int64)
+        if S.ndim != 2 or s_slot.shape != (n_data,) or s_col.shape != (n_data,):
+            raise ValueError("shared_rows must be (rows, slot of each data row, column of each data row)")
+        stats["rows_shared"] = 0
+    scols = [None if S is None else s_col]  # the columns of S that the active columns are
     identity_index = n_var == n_data and bool(np.array_equal(kidx, np.arange(n_data)))
 
     # What the rebuild needs: each shrink's dropped variables with the position in the change log at
@@ -547,6 +573,13 @@ def _solve(
 
     def kernel_sum(vars_, coef_v, targets):
         """``y_t * sum_j K(t, j) coef_j`` for the target variables (one coefficient per variable)."""
+        if S is not None and identity_index:  # the shared rows read, the others' kernel values computed
+            sl = s_slot[vars_]
+            have = sl >= 0
+            vals = held_times(S, sl[have], coef_v[have], s_col[targets])
+            if not have.all():
+                vals += kr.times(vars_[~have], coef_v[~have], targets)
+            return y[targets] * vals
         if identity_index:  # one variable per data row, in order
             vals = kr.times(vars_, coef_v, targets)
         else:  # one coefficient per data row (SVR: two variables share a row)
@@ -594,6 +627,8 @@ def _solve(
         old_pos = colpos[cols]
         shrinks = cols.size <= m_cols and bool(np.all(old_pos >= 0))
         kr.set_columns(None if full else cols)
+        if S is not None:
+            scols[0] = s_col if full else np.ascontiguousarray(s_col[cols])
         if shrinks:
             valid = np.flatnonzero(held >= 0)
             if valid.size:
@@ -728,14 +763,26 @@ def _solve(
                 held[rows] = data
                 row_of[data] = rows
                 rowslot[miss] = rows[inv]
-                kr.compute(data, KB, rows)
-                stats["rows_computed"] += data.size
+                if S is not None:
+                    sl = s_slot[data]
+                    have = sl >= 0
+                    if have.any():
+                        gather = _gather_rows_par if have.sum() * m_cols >= PARALLEL_MIN_WORK else _gather_rows_ser
+                        gather(S, sl[have], scols[0], KB, rows[have])
+                        stats["rows_shared"] += int(have.sum())
+                    if not have.all():
+                        kr.compute(data[~have], KB, rows[~have])
+                    stats["rows_computed"] += data.size - int(have.sum())
+                else:
+                    kr.compute(data, KB, rows)
+                    stats["rows_computed"] += data.size
                 again = int(np.count_nonzero(computed_once[data]))
                 computed_once[data] = True
                 stats["rows_again"] += again
                 # rows computed again after they left: open the kept rows (their pages are touched only then)
                 keeping = rows_open[0] == n_rows or n_rows == q  # already, or no room for kept rows beside q
-                if not keeping and stats["rows_again"] > KEEP_AFTER * max(stats["rows_computed"], q):
+                filled = stats["rows_computed"] + stats.get("rows_shared", 0)
+                if not keeping and stats["rows_again"] > KEEP_AFTER * max(filled, q):
                     rows_open[0] = n_rows
         used[rowslot[occ]] = rounds + 1
         # ---- Q_BB: refresh the entries of slots whose member changed
