@@ -118,10 +118,11 @@ def test_large_sparse_folds_take_the_batched_solver_and_match_libsvm(monkeypatch
         return real_fit_binary(X_, y_, bounds, kern, formulation, solver, rows=rows, **options)
 
     monkeypatch.setattr(formulations, "fit_binary", spy_fit)
+    monkeypatch.setattr(probability, "HELD_MIN_FEATURES", 64)  # the full fit's support vectors' rows: HeldRows
     captured = _capture_cv(monkeypatch)
     est = maxmargin.SVC(C=1.0, gamma=0.01, tol=1e-6, probability=True, random_state=0).fit(X, y)
     # five warm-started batched folds, each from the full fit's gradient (probability.fold_start), reading the
-    # full fit's support vectors' rows (64 features: a row is dear, probability.HeldRows)
+    # full fit's support vectors' rows (probability.HeldRows, here from 64 features)
     assert solvers == [("batched", True, True, True)] * probability.N_FOLDS
     ((ysub, plan, dec, Xs),) = captured
     reference = np.zeros_like(dec)
@@ -285,18 +286,25 @@ def test_fold_start_gradient_is_the_folds(rng):
 
 
 def test_held_rows_give_the_folds_start_and_held_out_values(rng):
-    """HeldRows (the batched folds' rows of the full fit's support vectors, where a kernel row is dear): its
+    """HeldRows (the batched folds' rows of the full fit's support vectors, where a kernel row is dear: dense
+    rows of many features, wide sparse rows whose features are frequent, not hashed ones): its
     sums -- the rows it holds read, the others computed -- equal the kernel's, for a fold's start
     (fold_start) and its held-out decision values, with part of the support vectors held (a small cache)."""
     from maxmargin.kernels import make_kernel
     from maxmargin.problem import csvc_problem
     from maxmargin.solvers import smo
 
-    X, y01 = make_classification(n_samples=300, n_features=70, n_informative=6, random_state=4)
+    X, y01 = make_classification(n_samples=300, n_features=260, n_informative=6, random_state=4)
     y = np.where(y01 == 1, 1.0, -1.0)
     C = np.full(300, 2.0)
-    k = make_kernel("rbf", gamma=0.02, X=X)
-    assert probability.rows_are_dear(X, k) and not probability.rows_are_dear(X[:, :8], k)
+    k = make_kernel("rbf", gamma=0.004, X=X)
+    assert probability.rows_are_dear(X, k) and not probability.rows_are_dear(X[:, :100], k)
+    import scipy.sparse as sp
+
+    rows = np.repeat(np.arange(300), 20)  # 20 words a row, from 30 frequent ones or 5,000 rare ones
+    frequent = sp.csr_matrix((np.ones(6000), (rows, rng.integers(0, 30, 6000))), shape=(300, 5000))
+    hashed = sp.csr_matrix((np.ones(6000), (rows, rng.integers(0, 5000, 6000))), shape=(300, 5000))
+    assert probability.rows_are_dear(frequent, k) and not probability.rows_are_dear(hashed, k)
     full = smo.solve(csvc_problem(X, k, y, C), tol=1e-6)
     n_sv = int(np.count_nonzero(full.alpha))
     cache = (n_sv // 2 + 240 * 240 / 300) * 8 * 300 / 2**20  # room for about half the support vectors' rows
