@@ -300,19 +300,39 @@ def _gather_rows_py(S, slots, scols, KB, rows):
 _gather_rows_par, _gather_rows_ser = parallel_and_serial(_gather_rows_py)
 
 
-@njit(cache=True)
-def _refresh_block(KB, rowslot, KS, fresh, occ, cp):
+def _refresh_block_py(KB, rowslot, KS, fresh, occ, cp, posf):
     """KS[s, t] = KS[t, s] = K(member s, member t) for the slots ``s`` in ``fresh``
     and every occupied slot ``t`` (``cp[t]``: the column of t's data row in KB), from
-    the rows of the fresh members only (``KB[rowslot[s]]``; the solver takes Q symmetric throughout)."""
-    for a in range(fresh.shape[0]):
+    the rows of the fresh members only (``KB[rowslot[s]]``; the solver takes Q symmetric throughout): an entry
+    between two fresh slots from the row of the later one in ``fresh`` (``posf[t]``: t's place in ``fresh``, -1
+    when t is not fresh), as one pass over ``fresh`` writing both entries would leave it.  Two passes in
+    parallel: the fresh slots' rows of KS, then the other entries of their columns, row by row (each entry
+    written by one thread, and read only where the second pass writes nothing)."""
+    for a in prange(fresh.shape[0]):
         s = fresh[a]
         row = KB[rowslot[s]]
         for b in range(occ.shape[0]):
             t = occ[b]
-            v = row[cp[t]]
-            KS[s, t] = v
-            KS[t, s] = v
+            KS[s, t] = row[cp[t]]
+    for b in prange(occ.shape[0]):
+        t = occ[b]
+        pt = posf[t]
+        for a in range(fresh.shape[0]):
+            if pt < 0 or pt < a:
+                s = fresh[a]
+                KS[t, s] = KS[s, t]
+
+
+_refresh_block_par, _refresh_block_ser = parallel_and_serial(_refresh_block_py)
+#: Q_BB refreshes of at least this many entries run on threads
+REFRESH_PARALLEL_MIN = 65_536
+
+
+def _refresh_block(KB, rowslot, KS, fresh, occ, cp):
+    posf = np.full(KS.shape[0], -1, dtype=np.int64)
+    posf[fresh] = np.arange(fresh.shape[0])
+    big = fresh.shape[0] * occ.shape[0] >= REFRESH_PARALLEL_MIN
+    (_refresh_block_par if big else _refresh_block_ser)(KB, rowslot, KS, fresh, occ, cp, posf)
 
 
 @njit(cache=True)
