@@ -9,9 +9,10 @@ Cases are ``set/solver``: ``hinge`` (``loss='hinge'``, LIBLINEAR ``-s 3``, tol 0
 ``-s 5``, tol 0.01), ``cs`` (``multi_class='crammer_singer'``, ``-s 4``, tol 0.1), and for regression
 ``svr-l1`` (``-s 13``, tol 0.1), ``svr-l2`` (squared, dual, ``-s 12``, tol 0.1) and ``svr-primal`` (``-s 11``,
 tol 0.001); C = 1, bias feature 1, epsilon 0.  Sets: the classification shapes of ``datasets.py``
-(``text100``, ``sparse40k``, ``hashed300k``, ``tall200k``, ``letter26``) and two generated regression sets,
-``reg_dense`` (100,000 x 50 Gaussian, planted weights plus unit noise) and ``reg_text`` (``text100``'s rows,
-20,000 of them, with a planted sparse linear target).  Fit times: median of ``--repeat`` fits after one warm-up
+(``text100``, ``sparse40k``, ``hashed300k``, ``tall200k``, ``letter26``, ``text2``, ``dense2k``) and three
+generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights plus unit noise), ``reg_text``
+(``text100``'s rows, 20,000 of them, with a planted sparse linear target) and ``reg_wide`` (5,000 x 2,000
+Gaussian, 50 planted weights).  Fit times: median of ``--repeat`` fits after one warm-up
 fit each, LIBLINEAR's problem built once.  "test" is the accuracy (classification) or the mean squared error
 (regression) of each model on the held-out rows, computed here from each model's predictions.  Ratio = fit time
 / LIBLINEAR's; < 1: faster.
@@ -56,6 +57,12 @@ CASES = (
     "reg_dense/svr-primal",
     "reg_text/svr-l1",
     "reg_text/svr-primal",
+    "text2/hinge",
+    "text2/l1",
+    "dense2k/hinge",
+    "dense2k/l1",
+    "reg_wide/svr-l2",
+    "reg_wide/svr-primal",
 )
 
 
@@ -63,6 +70,16 @@ def reg_dense(n=100_000, n_test=20_000, d=50, seed=33):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n + n_test, d))
     y = X @ rng.normal(size=d) + rng.normal(size=n + n_test)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def reg_wide(n=5_000, n_test=2_000, d=2_000, seed=35):
+    """Dense and wide regression (dense2k's shape): 50 of 2,000 features carry the target, plus unit noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_test, d))
+    w = np.zeros(d)
+    w[:50] = rng.normal(size=50)
+    y = X @ w + rng.normal(size=n + n_test)
     return X[:n], y[:n], X[n:], y[n:]
 
 
@@ -76,7 +93,7 @@ def reg_text(seed=34):
 
 
 def load(name):
-    if name in ("reg_dense", "reg_text"):
+    if name in ("reg_dense", "reg_text", "reg_wide"):
         return globals()[name]()
     import datasets
 
