@@ -482,3 +482,40 @@ def test_shared_rows_are_read_not_computed_and_leave_the_minimiser():
     assert kkt_violation(Q, prob.p, prob.y, prob.upper, shared.alpha) < 1e-6
     with pytest.raises(ValueError, match="shared_rows must be"):
         batched.solve(prob, shared_rows=(S, slot, train))
+
+
+@pytest.mark.parametrize("kind", ["svc", "svr"])
+def test_rows_over_every_column_leave_the_minimiser(kind, monkeypatch):
+    """FULL_COLUMNS (dear rows, room for kept rows): every row over every column whatever the active set -- the
+    shrinks gather and compact nothing, the unshrinking drops no kept row, the rebuilds read the kept rows of
+    the changed variables; SVR's two variables of a data row share its row.  Same minimiser as the QP's and as
+    the rows that follow the active columns (thresholds lowered: these rows are cheap)."""
+    rng = np.random.default_rng(9)
+    n = 600
+    X = np.hstack([rng.normal(size=(n, 4)), 0.1 * rng.normal(size=(n, 8))])
+    k = make_kernel("rbf", gamma=0.8)
+    if kind == "svc":
+        y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+        prob = csvc_problem(X, k, y, 4.0)
+    else:
+        z = np.sin(2 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=n)
+        prob = svr_problem(X, k, z, 2.0, 0.05)
+    monkeypatch.setattr(batched, "KEEP_AFTER", 0.0)
+    monkeypatch.setattr(batched, "KEEP_MIN_FEATURES", 1)
+    monkeypatch.setattr(batched, "FULL_MIN_FEATURES", 1)
+    calls = []
+    real = batched.KernelRows.set_columns
+    monkeypatch.setattr(batched.KernelRows, "set_columns", lambda self, cols: (calls.append(cols), real(self, cols)))
+    full = batched.solve(prob, tol=1e-7, working_set_size_=24)
+    assert all(c is None for c in calls)  # the columns never change
+    monkeypatch.setattr(batched, "FULL_COLUMNS", False)
+    calls.clear()
+    follow = batched.solve(prob, tol=1e-7, working_set_size_=24)
+    assert any(c is not None for c in calls)  # shrinking restricted the columns of the other run
+    assert full.converged and follow.converged and full.extra["rebuilds"] >= 1
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
+    assert full.objective == pytest.approx(ref, rel=1e-7)
+    assert full.objective == pytest.approx(follow.objective, rel=1e-9)
+    assert np.allclose(full.grad, Q @ full.alpha + prob.p, atol=1e-8)
+    assert kkt_violation(Q, prob.p, prob.y, prob.upper, full.alpha) < 1e-6

@@ -87,7 +87,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from .kernels import PRECOMPUTED
-from .kernels.engine import KernelRows, decide, held_times, kernel_times
+from .kernels.engine import KernelRows, decide, held_times, kernel_times, postings_per_value
 from .kernels.rowcache import KernelRowPool, RowCache, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
@@ -568,9 +568,7 @@ def rows_are_dear(X, kernel):
     if path != "wide":
         return False
     X = sp.csr_matrix(X)
-    n = max(X.shape[0], 1)
-    df = np.bincount(X.indices, minlength=X.shape[1]).astype(np.float64)
-    return float(df @ df) / (n * n) >= HELD_MIN_POSTINGS
+    return postings_per_value(X.indices, X.shape[1], X.shape[0]) >= HELD_MIN_POSTINGS
 
 
 class HeldRows:

@@ -291,6 +291,13 @@ def _dense_as_csr(A):
     return indptr, indices, np.ascontiguousarray(A, dtype=np.float64).ravel()
 
 
+def postings_per_value(indices, n_features, n):
+    """The stored values of the columns a kernel value of CSR rows meets on the inverted index, on average over
+    the rows: ``sum_f df_f^2 / n^2`` (``df_f``: the rows holding feature f, from the column ``indices``)."""
+    df = np.bincount(indices, minlength=n_features).astype(np.float64)
+    return float(df @ df) / max(n, 1) ** 2
+
+
 def decide(X, kernel):
     """The path (see the module's table) for kernel rows of training data ``X``."""
     if kernel.code == PRECOMPUTED:
@@ -385,6 +392,16 @@ class KernelRows:
             self.inv = columns_of(data, indices, indptr, self.X.shape[1], rows)
             self.df = np.diff(self.inv[0])
         return self.inv
+
+    def rows_cost_at_least(self, min_features, min_postings):
+        """Whether a kernel value costs at least ``min_features`` multiply-adds (dense and narrow rows: the features)
+        or, on the wide path, meets at least ``min_postings`` stored values of the columns on average (the sum of a
+        row's features' document frequencies over the rows: ``sum_f df_f^2 / n^2``); never for the other paths."""
+        if self.path in ("dense", "narrow"):
+            return self.X_orig.shape[1] >= min_features
+        if self.path != "wide":
+            return False
+        return postings_per_value(self._csr[1], self.X.shape[1], self.n) >= min_postings
 
     def _row_args(self, idx):
         """The rows' squared norms, the columns' and the kernel's parameters, as the compiled row loops take them."""

@@ -92,6 +92,19 @@ SV_PER_SLOT = 8
 KEEP_ROWS = True
 KEEP_AFTER = 0.05
 KEEP_MIN_FEATURES = 64
+#: where rows are dearer still (dense from FULL_MIN_FEATURES features, wide sparse from FULL_MIN_POSTINGS postings
+#: a kernel value) and cache_size keeps at least q rows beside the working set's, compute every row over every
+#: column, whatever the active set: no gather of the columns' data, no compaction at a shrink, no kept rows dropped
+#: when the active set grows again, and the rebuilds of shrunk gradients read the kept rows of the changed
+#: variables.  Measured (session 14, `/tmp/s14/fullab.py`, in-process, with / without): dense2k 0.84, SVR on text2
+#: 0.78-0.82, text2 0.96-1.02, 8,000 x 768 unit rows 0.82-0.86, 6,000 x 1,536 0.86; where rows are cheaper:
+#: 8,000 x 384 1.03, hashed300k 10,000 1.08; where few kept rows fit (20,000 x 384: 286 beside q = 1,024): 1.34
+FULL_COLUMNS = True
+FULL_MIN_FEATURES = 512
+FULL_MIN_POSTINGS = 4.0
+#: ... where cache_size holds this many rows per working-set slot (12,000 x 768 with 2.1: 1.05; 20,000 rows: 0.93
+#: without)
+FULL_MIN_ROWS_PER_SLOT = 3
 
 
 @njit(cache=True, inline="always")
@@ -533,6 +546,14 @@ def _solve(
     dear = kr.path == "wide" or (kr.path == "dense" and kr.X.shape[1] >= KEEP_MIN_FEATURES)
     room = max(0, min(n_data, int(cache_size * 1024 * 1024 // (8 * max(n_data, 1)))) - q)
     n_rows = q + (room if KEEP_ROWS and dear else 0)
+    full_columns = (
+        FULL_COLUMNS
+        and KEEP_ROWS
+        and shared_rows is None
+        and n_rows >= FULL_MIN_ROWS_PER_SLOT * q
+        and kr.rows_cost_at_least(FULL_MIN_FEATURES, FULL_MIN_POSTINGS)
+    )
+    all_rows = np.arange(n_data, dtype=np.int64)
     KB = np.empty((n_rows, n_data))
     rowslot = np.arange(q, dtype=np.int64)
     held = np.full(n_rows, -1, dtype=np.int64)  # the data row whose kernel row each row of KB holds (-1: none)
@@ -600,6 +621,17 @@ def _solve(
             if not have.all():
                 vals += kr.times(vars_[~have], coef_v[~have], targets)
             return y[targets] * vals
+        if full_columns:  # the kept rows (over every column) of the changed variables read, the others computed
+            rows, inv = np.unique(kidx[vars_], return_inverse=True)
+            coef = np.zeros(rows.size)
+            np.add.at(coef, inv, coef_v)
+            trows, tinv = np.unique(kidx[targets], return_inverse=True)
+            rws = row_of[rows]
+            have = rws >= 0
+            vals = held_times(KB, rws[have], coef[have], trows)
+            if not have.all():
+                vals += kr.times(rows[~have], coef[~have], trows)
+            return y[targets] * vals[tinv]
         if identity_index:  # one variable per data row, in order
             vals = kr.times(vars_, coef_v, targets)
         else:  # one coefficient per data row (SVR: two variables share a row)
@@ -642,20 +674,22 @@ def _solve(
         values recomputed); when it grows they are computed again."""
         nonlocal act, vpos, m_cols
         act = new_act
-        cols = act if identity_index else np.unique(kidx[act])  # act stays sorted
+        # full_columns: the rows stay over every column, nothing to gather, compact or drop
+        cols = all_rows if full_columns else (act if identity_index else np.unique(kidx[act]))  # act stays sorted
         full = cols.size == n_data
-        old_pos = colpos[cols]
-        shrinks = cols.size <= m_cols and bool(np.all(old_pos >= 0))
-        kr.set_columns(None if full else cols)
-        if S is not None:
-            scols[0] = s_col if full else np.ascontiguousarray(s_col[cols])
-        if shrinks:
-            valid = np.flatnonzero(held >= 0)
-            if valid.size:
-                _compact_rows(KB, valid.astype(np.int64), old_pos.astype(np.int64))
-        else:  # rows hold the old columns
-            row_of[held[held >= 0]] = -1
-            held[:] = -1
+        if not full_columns:
+            old_pos = colpos[cols]
+            shrinks = cols.size <= m_cols and bool(np.all(old_pos >= 0))
+            kr.set_columns(None if full else cols)
+            if S is not None:
+                scols[0] = s_col if full else np.ascontiguousarray(s_col[cols])
+            if shrinks:
+                valid = np.flatnonzero(held >= 0)
+                if valid.size:
+                    _compact_rows(KB, valid.astype(np.int64), old_pos.astype(np.int64))
+            else:  # rows hold the old columns
+                row_of[held[held >= 0]] = -1
+                held[:] = -1
         colpos[:] = -1
         colpos[cols] = np.arange(cols.size)
         vpos = colpos[kidx[act]]
