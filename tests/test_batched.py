@@ -370,22 +370,25 @@ def test_rebuild_from_the_changes_since_each_shrink(kind, monkeypatch):
     assert np.allclose(whole.grad, Q @ whole.alpha + prob.p, atol=1e-8)
 
 
+def _svc_or_svr(kind, seed, n=600):
+    """A C-SVC or an SVR problem on 600 dense rows of 12 features (the dense path, BLAS chunks)."""
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.normal(size=(n, 4)), 0.1 * rng.normal(size=(n, 8))])
+    k = make_kernel("rbf", gamma=0.8)
+    if kind == "svc":
+        y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+        return csvc_problem(X, k, y, 4.0)
+    z = np.sin(2 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=n)
+    return svr_problem(X, k, z, 2.0, 0.05)
+
+
 @pytest.mark.parametrize("kind", ["svc", "svr"])
 def test_kept_rows_save_kernel_passes_and_leave_the_minimiser(kind, monkeypatch):
     """Rows kept after their member left the working set (KEEP_ROWS, opened at once with KEEP_AFTER = 0): a
     member that comes back reads its row from there, through shrinking (the kept rows follow the columns) and
     the unshrinking (they are dropped); SVR's two variables of a data row share one row.  The minimiser is the
     QP's, with fewer rows computed than without them (KEEP_MIN_FEATURES lowered: these rows are cheap)."""
-    rng = np.random.default_rng(6)
-    n = 600
-    X = np.hstack([rng.normal(size=(n, 4)), 0.1 * rng.normal(size=(n, 8))])  # the dense path (BLAS chunks)
-    k = make_kernel("rbf", gamma=0.8)
-    if kind == "svc":
-        y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
-        prob = csvc_problem(X, k, y, 4.0)
-    else:
-        z = np.sin(2 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=n)
-        prob = svr_problem(X, k, z, 2.0, 0.05)
+    prob = _svc_or_svr(kind, 6)
     monkeypatch.setattr(batched, "KEEP_AFTER", 0.0)
     monkeypatch.setattr(batched, "KEEP_MIN_FEATURES", 1)
     kept = batched.solve(prob, tol=1e-7, working_set_size_=24)
@@ -490,16 +493,7 @@ def test_rows_over_every_column_leave_the_minimiser(kind, monkeypatch):
     shrinks gather and compact nothing, the unshrinking drops no kept row, the rebuilds read the kept rows of
     the changed variables; SVR's two variables of a data row share its row.  Same minimiser as the QP's and as
     the rows that follow the active columns (thresholds lowered: these rows are cheap)."""
-    rng = np.random.default_rng(9)
-    n = 600
-    X = np.hstack([rng.normal(size=(n, 4)), 0.1 * rng.normal(size=(n, 8))])
-    k = make_kernel("rbf", gamma=0.8)
-    if kind == "svc":
-        y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
-        prob = csvc_problem(X, k, y, 4.0)
-    else:
-        z = np.sin(2 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=n)
-        prob = svr_problem(X, k, z, 2.0, 0.05)
+    prob = _svc_or_svr(kind, 9)
     monkeypatch.setattr(batched, "KEEP_AFTER", 0.0)
     monkeypatch.setattr(batched, "KEEP_MIN_FEATURES", 1)
     monkeypatch.setattr(batched, "FULL_MIN_FEATURES", 1)

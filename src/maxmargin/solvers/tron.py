@@ -343,6 +343,32 @@ def _tron_init(
         istate[I_DONE] = 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _pcg_start(g, M, s, r, zv, d):
+    """s = 0, r = -g, z = M^-1 r, d = z; returns z.r."""
+    zTr = 0.0
+    for j in range(g.shape[0]):
+        s[j] = 0.0
+        r[j] = -g[j]
+        zv[j] = r[j] / M[j]
+        d[j] = zv[j]
+        zTr += zv[j] * r[j]
+    return zTr
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pcg_turn(M, r, zv, d, zTr):
+    """z = M^-1 r and the next direction d = z + (z.r / zTr) d; returns the new z.r."""
+    zTr_new = 0.0
+    for j in range(r.shape[0]):
+        zv[j] = r[j] / M[j]
+        zTr_new += zv[j] * r[j]
+    beta = zTr_new / zTr
+    for j in range(r.shape[0]):
+        d[j] = zv[j] + beta * d[j]
+    return zTr_new
+
+
 def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, delta):
     r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta, into ``vec[S]`` with ``vec[R]`` = -g - Hs.
 
@@ -353,13 +379,7 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, ac
     """
     g, M, s, r, d, Hd, zv = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV]
     m = g.shape[0]
-    zTr = 0.0
-    for j in range(m):
-        s[j] = 0.0
-        r[j] = -g[j]
-        zv[j] = r[j] / M[j]
-        d[j] = zv[j]
-        zTr += zv[j] * r[j]
+    zTr = _pcg_start(g, M, s, r, zv, d)
     Q_prev = 0.0
     it = 0
     n_hv = 0
@@ -393,14 +413,7 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, ac
         if Q < 0.0 and it * (Q - Q_prev) >= EPS_CG * Q:
             break
         Q_prev = Q
-        zTr_new = 0.0
-        for j in range(m):
-            zv[j] = r[j] / M[j]
-            zTr_new += zv[j] * r[j]
-        beta = zTr_new / zTr
-        for j in range(m):
-            d[j] = zv[j] + beta * d[j]
-        zTr = zTr_new
+        zTr = _pcg_turn(M, r, zv, d, zTr)
     return n_hv
 
 
@@ -512,13 +525,7 @@ def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc
     Returns the Hessian-vector products made."""
     g, M, s, r, d, Hd, zv = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV]
     m = g.shape[0]
-    zTr = 0.0
-    for j in range(m):
-        s[j] = 0.0
-        r[j] = -g[j]
-        zv[j] = r[j] / M[j]
-        d[j] = zv[j]
-        zTr += zv[j] * r[j]
+    zTr = _pcg_start(g, M, s, r, zv, d)
     cgtol = min(EPS_CG, np.sqrt(np.sqrt(zTr)))
     Q_prev = 0.0
     it = 0
@@ -537,14 +544,7 @@ def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc
         if Q > 0.0 or Qdiff > 0.0 or it * Qdiff >= cgtol * Q:
             break
         Q_prev = Q
-        zTr_new = 0.0
-        for j in range(m):
-            zv[j] = r[j] / M[j]
-            zTr_new += zv[j] * r[j]
-        beta = zTr_new / zTr
-        for j in range(m):
-            d[j] = zv[j] + beta * d[j]
-        zTr = zTr_new
+        zTr = _pcg_turn(M, r, zv, d, zTr)
     return it
 
 
