@@ -502,6 +502,19 @@ def test_rows_over_every_column_leave_the_minimiser(kind, monkeypatch):
     monkeypatch.setattr(batched.KernelRows, "set_columns", lambda self, cols: (calls.append(cols), real(self, cols)))
     full = batched.solve(prob, tol=1e-7, working_set_size_=24)
     assert all(c is None for c in calls)  # the columns never change
+    import numba
+
+    from maxmargin.kernels import engine
+
+    for mod, name in ((batched, "PARALLEL_MIN_WORK"), (engine, "PARALLEL_MIN_WORK"), (batched, "REFRESH_PARALLEL_MIN")):
+        monkeypatch.setattr(mod, name, 1)  # every loop that can run on threads does
+    full = batched.solve(prob, tol=1e-7, working_set_size_=24)
+    numba.set_num_threads(1)
+    try:
+        one = batched.solve(prob, tol=1e-7, working_set_size_=24)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert one.alpha.tobytes() == full.alpha.tobytes()  # the same iterates on one thread and on all
     monkeypatch.setattr(batched, "FULL_COLUMNS", False)
     calls.clear()
     follow = batched.solve(prob, tol=1e-7, working_set_size_=24)
