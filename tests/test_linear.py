@@ -1110,3 +1110,29 @@ def test_primal_on_the_used_features_only(kind):
     warm = tron.solve(ld, y, C * 2, kind=kind, epsilon=0.05, tol=1e-8, w0=w0)
     cold = tron.solve(ld, y, C * 2, kind=kind, epsilon=0.05, tol=1e-8, compact=False)
     np.testing.assert_allclose(warm.w, cold.w, rtol=1e-4, atol=1e-6)  # both stopped at tol
+
+
+def test_l1_solver_keeps_dense_columns_without_indices():
+    """Dense input of mostly nonzeros goes to the L1 solver as whole columns (cd_l1.to_columns: every entry, no row
+    indices); the iterates are those of the same data as CSC, bit for bit (warm starts: to rounding); dense input
+    of mostly zeros stays CSC."""
+    from maxmargin.solvers import cd_l1
+
+    X, y = _data(3, n=300, d=12, seed=7)
+    X[X < -1.5] = 0.0  # a few explicit zeros: the dense layout keeps them, CSC drops them
+    cdata, cind, cptr = cd_l1.to_columns(X, 1.0)
+    assert cd_l1.is_dense_layout(cdata, cind) and cdata.size == 300 * 13 and np.all(np.diff(cptr) == 300)
+    sparse_zeros = np.where(np.abs(X) > 1.0, X, 0.0)
+    assert not cd_l1.is_dense_layout(*cd_l1.to_columns(sparse_zeros, 1.0)[:2])
+    for C in (0.1, 1.0):
+        a = LinearSVC(penalty="l1", dual=False, C=C, tol=1e-4, random_state=0).fit(X, y)
+        b = LinearSVC(penalty="l1", dual=False, C=C, tol=1e-4, random_state=0).fit(sp.csr_matrix(X), y)
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    warm_a = LinearSVC(penalty="l1", dual=False, tol=1e-4, warm_start=True, random_state=0)
+    warm_b = LinearSVC(penalty="l1", dual=False, tol=1e-4, warm_start=True, random_state=0)
+    for C in (0.5, 2.0):
+        warm_a.set_params(C=C).fit(X, y)
+        warm_b.set_params(C=C).fit(sp.csr_matrix(X), y)
+    # a warm start's slacks come from one product (BLAS for the columns, SciPy for CSC): equal to rounding
+    np.testing.assert_allclose(warm_a.coef_, warm_b.coef_, rtol=0, atol=1e-12)
