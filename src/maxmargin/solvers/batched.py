@@ -613,34 +613,29 @@ def _solve(
         return cost, parts
 
     def kernel_sum(vars_, coef_v, targets):
-        """``y_t * sum_j K(t, j) coef_j`` for the target variables (one coefficient per variable)."""
-        if S is not None and identity_index:  # the shared rows read, the others' kernel values computed
-            sl = s_slot[vars_]
-            have = sl >= 0
-            vals = held_times(S, sl[have], coef_v[have], s_col[targets])
-            if not have.all():
-                vals += kr.times(vars_[~have], coef_v[~have], targets)
-            return y[targets] * vals
-        if full_columns:  # the kept rows (over every column) of the changed variables read, the others computed
-            rows, inv = np.unique(kidx[vars_], return_inverse=True)
-            coef = np.zeros(rows.size)
-            np.add.at(coef, inv, coef_v)
-            trows, tinv = np.unique(kidx[targets], return_inverse=True)
-            rws = row_of[rows]
-            have = rws >= 0
-            vals = held_times(KB, rws[have], coef[have], trows)
-            if not have.all():
-                vals += kr.times(rows[~have], coef[~have], trows)
-            return y[targets] * vals[tinv]
+        """``y_t * sum_j K(t, j) coef_j`` for the target variables (one coefficient per variable); the rows held
+        elsewhere are read (``shared_rows``, or the kept rows of KB over every column), the others computed."""
         if identity_index:  # one variable per data row, in order
-            vals = kr.times(vars_, coef_v, targets)
+            rows, coef, trows, tinv = vars_, coef_v, targets, None
         else:  # one coefficient per data row (SVR: two variables share a row)
             rows, inv = np.unique(kidx[vars_], return_inverse=True)
             coef = np.zeros(rows.size)
             np.add.at(coef, inv, coef_v)
             trows, tinv = np.unique(kidx[targets], return_inverse=True)
-            vals = kr.times(rows, coef, trows)[tinv]
-        return y[targets] * vals
+        if S is not None:
+            store, slots, cols = S, s_slot[rows], s_col[trows]
+        elif full_columns:
+            store, slots, cols = KB, row_of[rows], trows
+        else:
+            store = None
+        if store is None:
+            vals = kr.times(rows, coef, trows)
+        else:
+            have = slots >= 0
+            vals = held_times(store, slots[have], coef[have], cols)
+            if not have.all():
+                vals += kr.times(rows[~have], coef[~have], trows)
+        return y[targets] * (vals if tinv is None else vals[tinv])
 
     def rebuild_inactive_gradient(active_mask):
         """G of the variables outside the active set: from the multipliers changed since each was
