@@ -81,6 +81,7 @@ from numba import njit, uint64
 from .._threads import one_blas_thread
 from ..kernels.rowcache import (  # noqa: F401
     _POOL,
+    PINNED,
     KernelRowPool,
     RowCache,
     _pool_key,
@@ -512,12 +513,23 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
 
     ``state`` = [active size, unshrunk flag, shrink counter, iterations];
     ``fstate[0]`` receives the current violation.
+
+    The standard selection (WSS3, :func:`_select`) and the cache look-ups of the two rows are
+    written out here, on arrays unpacked once: a call that takes the data, cache and state
+    tuples pays two atomic reference-count updates per array it unpacks (~150 ns a call,
+    more than a whole step of a small problem); a look-up that misses calls :func:`get_row`.
     """
     kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
+    rows, slot_of, row_of, stamp, full, epoch_of, counters = cache
     n_var = y.shape[0]
     # run-time True: a literal True argument would compile _select_any and get_row a second time
     # (Numba specialises on Literal[bool]), which was a fifth of the first fit's start-up
     whole = n_var >= 0
+    ident = n_var == rows.shape[1]  # variable t is data row t (C-SVC, one-class)?
+    for t in range(n_var):
+        if not ident:
+            break
+        ident = kidx[t] == t
     steps = 0
     while steps < max_steps:
         if shrinking:
@@ -526,7 +538,69 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 state[2] = min(n_var, 1000)
                 _shrink(kd, cache, sv, tol, nu)
         m = state[0]
-        i, j, viol = _select_any(kd, cache, sv, m, full_rows or m == n_var, tol, nu)
+        all_active = full_rows or m == n_var
+        if nu:
+            i, j, viol = _select_any(kd, cache, sv, m, all_active, tol, nu)
+            have_i = False
+        else:
+            # WSS3 as _select: i the maximal -y G over I_up, j the second-order choice over I_low
+            gmax = -INF
+            gmax2 = -INF
+            i = -1
+            for k in range(m):
+                u = uint64(active[k])  # unsigned indices: no wraparound test on each load
+                if y[u] > 0:
+                    if alpha[u] < U[u]:
+                        v = -G[u]
+                        if v >= gmax:
+                            gmax = v
+                            i = active[k]
+                elif alpha[u] > 0.0:
+                    v = G[u]
+                    if v >= gmax:
+                        gmax = v
+                        i = active[k]
+            j = -1
+            viol = 0.0
+            have_i = i >= 0
+            if have_i:
+                r = kidx[i]
+                s = slot_of[r]
+                if s >= 0 and (full[s] or (not all_active and epoch_of[s] == counters[1])):
+                    counters[0] += 1  # a hit, counted as get_row counts it
+                    if stamp[s] < PINNED:
+                        stamp[s] = counters[0]
+                    counters[2] += 1
+                    Ki = rows[s]
+                else:
+                    Ki = get_row(kd, cache, r, all_active, act_data, m)
+                QDi = QD[i]
+                best = INF
+                for k in range(m):
+                    u = uint64(active[k])
+                    if y[u] > 0:
+                        if alpha[u] <= 0.0:
+                            continue
+                        v = G[u]
+                    else:
+                        if alpha[u] >= U[u]:
+                            continue
+                        v = -G[u]
+                    if v > gmax2:
+                        gmax2 = v
+                    b = gmax + v
+                    if b > 0.0:
+                        a = QDi + QD[u] - 2.0 * Ki[uint64(kidx[u])]
+                        if a <= 0.0:
+                            a = TAU
+                        obj = -(b * b) / a
+                        if obj <= best:
+                            best = obj
+                            j = active[k]
+                viol = gmax + gmax2
+                if viol < tol or j == -1:
+                    j = -1
+                    viol = max(viol, 0.0)
         fstate[0] = viol
         if j < 0:
             if m < n_var:
@@ -538,6 +612,7 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 state[0] = m
                 cache[6][1] += 1  # the row cache's epoch: partial rows are stale once variables come back
                 i, j, viol = _select_any(kd, cache, sv, m, whole, tol, nu)
+                have_i = False
                 fstate[0] = viol
                 if j < 0:
                     return 0
@@ -545,22 +620,18 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
             else:
                 return 0
         all_active = full_rows or m == n_var
-        Ki = get_row(
-            kd,
-            cache,
-            kidx[i],
-            all_active,
-            act_data,
-            m,
-        )
-        Kj = get_row(
-            kd,
-            cache,
-            kidx[j],
-            all_active,
-            act_data,
-            m,
-        )
+        if not have_i:
+            Ki = get_row(kd, cache, kidx[i], all_active, act_data, m)
+        r = kidx[j]
+        s = slot_of[r]
+        if s >= 0 and (full[s] or (not all_active and epoch_of[s] == counters[1])):
+            counters[0] += 1
+            if stamp[s] < PINNED:
+                stamp[s] = counters[0]
+            counters[2] += 1
+            Kj = rows[s]
+        else:
+            Kj = get_row(kd, cache, r, all_active, act_data, m)
         Kij = Ki[kidx[j]]
         Ci = U[i]
         Cj = U[j]
@@ -576,17 +647,21 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
         alpha[j] = aj
         dai = (ai - old_ai) * y[i]
         daj = (aj - old_aj) * y[j]
-        for k in range(m):
-            u = uint64(active[k])  # unsigned indices: no wraparound test on each load
-            kt = uint64(kidx[u])
-            G[u] += y[u] * (Ki[kt] * dai + Kj[kt] * daj)
+        if m == n_var and ident:  # every variable active, one a data row: a plain (vector) loop
+            for t in range(n_var):
+                G[t] += y[t] * (Ki[t] * dai + Kj[t] * daj)
+        else:
+            for k in range(m):
+                u = uint64(active[k])  # unsigned indices: no wraparound test on each load
+                kt = uint64(kidx[u])
+                G[u] += y[u] * (Ki[kt] * dai + Kj[kt] * daj)
         G[i] += shift[i] * (ai - old_ai)
         G[j] += shift[j] * (aj - old_aj)
         if shrinking:
-            for r in range(2):
-                v = i if r == 0 else j
-                old = old_ai if r == 0 else old_aj
-                new = ai if r == 0 else aj
+            for rr in range(2):
+                v = i if rr == 0 else j
+                old = old_ai if rr == 0 else old_aj
+                new = ai if rr == 0 else aj
                 was_up = old >= U[v]
                 if was_up != (new >= U[v]):
                     Kv = get_row(
