@@ -313,18 +313,9 @@ def _select_nu(kd, cache, sv, m, all_active, tol):
     return i, j, viol
 
 
-@njit(cache=True)
-def _select_standard(kd, cache, sv, m, all_active, tol, nu):
-    return _select(kd, cache, sv, m, all_active, tol)
-
-
-@njit(cache=True)
-def _select_two_sums(kd, cache, sv, m, all_active, tol, nu):
-    return _select_nu(kd, cache, sv, m, all_active, tol)
-
-
-#: the selection ``_run_py`` calls; each compiled copy of it binds its own (:func:`_with_selection`)
-_select_any = _select_standard
+#: whether ``_run_py`` runs the nu-variant's selection; each compiled copy of it binds its own
+#: (:func:`_with_selection`), a compile-time constant, so that a C-SVC fit compiles only the standard one
+_NU = False
 
 
 @njit(cache=True)
@@ -514,15 +505,15 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     ``state`` = [active size, unshrunk flag, shrink counter, iterations];
     ``fstate[0]`` receives the current violation.
 
-    The standard selection (WSS3, :func:`_select`) and the cache look-ups of the two rows are
-    written out here, on arrays unpacked once: a call that takes the data, cache and state
+    The selection (WSS3: :func:`_select`, or :func:`_select_nu` where the compile-time ``_NU``
+    says so) and the cache look-ups of its rows are written out here, on arrays unpacked once: a call that takes the data, cache and state
     tuples pays two atomic reference-count updates per array it unpacks (~150 ns a call,
     more than a whole step of a small problem); a look-up that misses calls :func:`get_row`.
     """
     kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     rows, slot_of, row_of, stamp, full, epoch_of, counters = cache
     n_var = y.shape[0]
-    # run-time True: a literal True argument would compile _select_any and get_row a second time
+    # run-time True: a literal True argument would compile _select and get_row a second time
     # (Numba specialises on Literal[bool]), which was a fifth of the first fit's start-up
     whole = n_var >= 0
     ident = n_var == rows.shape[1]  # variable t is data row t (C-SVC, one-class)?
@@ -539,9 +530,96 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 _shrink(kd, cache, sv, tol, nu)
         m = state[0]
         all_active = full_rows or m == n_var
-        if nu:
-            i, j, viol = _select_any(kd, cache, sv, m, all_active, tol, nu)
+        if _NU:
+            # WSS3 within each class as _select_nu: per class the maximal -y G over I_up (ip, jn), then
+            # the second-order partner of either in its own class
+            gmaxp = -INF
+            gmaxn = -INF
+            ip = -1
+            jn = -1
+            for k in range(m):
+                u = uint64(active[k])
+                if y[u] > 0:
+                    if alpha[u] < U[u]:
+                        v = -G[u]
+                        if v >= gmaxp:
+                            gmaxp = v
+                            ip = active[k]
+                elif alpha[u] > 0.0:
+                    v = G[u]
+                    if v >= gmaxn:
+                        gmaxn = v
+                        jn = active[k]
+            Kp = QD  # never read unless ip >= 0
+            Kn = QD
+            if ip >= 0:
+                r = kidx[ip]
+                s = slot_of[r]
+                if s >= 0 and (full[s] or (not all_active and epoch_of[s] == counters[1])):
+                    counters[0] += 1
+                    if stamp[s] < PINNED:
+                        stamp[s] = counters[0]
+                    counters[2] += 1
+                    Kp = rows[s]
+                else:
+                    Kp = get_row(kd, cache, r, all_active, act_data, m)
+            if jn >= 0:
+                r = kidx[jn]
+                s = slot_of[r]
+                if s >= 0 and (full[s] or (not all_active and epoch_of[s] == counters[1])):
+                    counters[0] += 1
+                    if stamp[s] < PINNED:
+                        stamp[s] = counters[0]
+                    counters[2] += 1
+                    Kn = rows[s]
+                else:
+                    Kn = get_row(kd, cache, r, all_active, act_data, m)
+            gmaxp2 = -INF
+            gmaxn2 = -INF
+            j = -1
+            best = INF
+            for k in range(m):
+                u = uint64(active[k])
+                if y[u] > 0:
+                    if alpha[u] <= 0.0:
+                        continue
+                    v = G[u]
+                    if v > gmaxp2:
+                        gmaxp2 = v
+                    b = gmaxp + v
+                    if ip >= 0 and b > 0.0:
+                        a = QD[ip] + QD[u] - 2.0 * Kp[uint64(kidx[u])]
+                        if a <= 0.0:
+                            a = TAU
+                        obj = -(b * b) / a
+                        if obj <= best:
+                            best = obj
+                            j = active[k]
+                else:
+                    if alpha[u] >= U[u]:
+                        continue
+                    v = -G[u]
+                    if v > gmaxn2:
+                        gmaxn2 = v
+                    b = gmaxn + v
+                    if jn >= 0 and b > 0.0:
+                        a = QD[jn] + QD[u] - 2.0 * Kn[uint64(kidx[u])]
+                        if a <= 0.0:
+                            a = TAU
+                        obj = -(b * b) / a
+                        if obj <= best:
+                            best = obj
+                            j = active[k]
+            viol = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
             have_i = False
+            if viol < tol or j == -1:
+                i = -1
+                j = -1
+                viol = max(viol, 0.0)
+            else:
+                # i's row is looked up again below: a hit that makes it the newest, so that
+                # fetching j's row cannot evict it (with two slots, Kp or Kn is the oldest)
+                i = ip if y[j] > 0 else jn
         else:
             # WSS3 as _select: i the maximal -y G over I_up, j the second-order choice over I_low
             gmax = -INF
@@ -611,7 +689,10 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 m = n_var
                 state[0] = m
                 cache[6][1] += 1  # the row cache's epoch: partial rows are stale once variables come back
-                i, j, viol = _select_any(kd, cache, sv, m, whole, tol, nu)
+                if _NU:
+                    i, j, viol = _select_nu(kd, cache, sv, m, whole, tol)
+                else:
+                    i, j, viol = _select(kd, cache, sv, m, whole, tol)
                 have_i = False
                 fstate[0] = viol
                 if j < 0:
@@ -621,7 +702,16 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 return 0
         all_active = full_rows or m == n_var
         if not have_i:
-            Ki = get_row(kd, cache, kidx[i], all_active, act_data, m)
+            r = kidx[i]
+            s = slot_of[r]
+            if s >= 0 and (full[s] or (not all_active and epoch_of[s] == counters[1])):
+                counters[0] += 1
+                if stamp[s] < PINNED:
+                    stamp[s] = counters[0]
+                counters[2] += 1
+                Ki = rows[s]
+            else:
+                Ki = get_row(kd, cache, r, all_active, act_data, m)
         r = kidx[j]
         s = slot_of[r]
         if s >= 0 and (full[s] or (not all_active and epoch_of[s] == counters[1])):
@@ -683,18 +773,18 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     return 1
 
 
-def _with_selection(select, suffix):
-    """``_run_py`` compiled with ``_select_any`` bound to ``select``, cached under its own name:
-    a C-SVC fit then compiles the standard selection only (the nu one is a second of start-up)."""
-    fn = types.FunctionType(_run_py.__code__, dict(globals(), _select_any=select), "_run" + suffix)
+def _with_selection(nu, suffix):
+    """``_run_py`` compiled with ``_NU = nu`` (the nu-variant's selection or the standard one),
+    cached under its own name: a C-SVC fit then compiles the standard selection only."""
+    fn = types.FunctionType(_run_py.__code__, dict(globals(), _NU=nu), "_run" + suffix)
     fn.__qualname__ = "_run" + suffix
     fn.__doc__ = _run_py.__doc__
     fn.__module__ = __name__
     return njit(cache=True, nogil=True)(fn)
 
 
-_run_standard = _with_selection(_select_standard, "_standard")
-_run_two_sums = _with_selection(_select_two_sums, "_two_sums")
+_run_standard = _with_selection(False, "_standard")
+_run_two_sums = _with_selection(True, "_two_sums")
 
 
 def _run(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
