@@ -97,7 +97,9 @@ def main(argv=None):
 
     sets = _sets()
     print(f"# bench_small: median of {args.repeat} fits each, maxmargin time / scikit-learn time")
-    print("| data | estimator | parameters | maxmargin ms | iterations | scikit-learn ms | iterations | agree % | ratio |")
+    print(
+        "| data | estimator | parameters | maxmargin ms | iterations | scikit-learn ms | iterations | agree % | ratio |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     ratios = []
     for data, est, params in CASES:
