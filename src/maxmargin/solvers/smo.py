@@ -742,9 +742,13 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
         if m == n_var and ident:  # every variable active, one a data row: a plain (vector) loop
             for t in range(n_var):
                 G[t] += y[t] * (Ki[t] * dai + Kj[t] * daj)
-        else:
+        elif ident:  # shrunk: the active variables, each its own data row (one gather fewer)
             for k in range(m):
                 u = uint64(active[k])  # unsigned indices: no wraparound test on each load
+                G[u] += y[u] * (Ki[u] * dai + Kj[u] * daj)
+        else:
+            for k in range(m):
+                u = uint64(active[k])
                 kt = uint64(kidx[u])
                 G[u] += y[u] * (Ki[kt] * dai + Kj[kt] * daj)
         G[i] += shift[i] * (ai - old_ai)
