@@ -480,3 +480,29 @@ def test_hard_margin_on_non_separable_data_stops_early(solver):
     with pytest.raises(F.NotSeparableError, match="margin < min_margin"):
         est.fit(X, y)
     assert max(seen, default=0) < 100_000
+
+
+def test_auto_takes_the_batched_solver_where_kernel_rows_are_dear():
+    """solver='auto' below AUTO_BATCHED_MIN_N: SMO, unless the rows hold at least AUTO_DEAR_MIN_WORK values
+    (dense and wide: SMO's one matrix-vector product a row loses up to 5x to the batched solver's blocks);
+    the two solvers reach the same optimum."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    n, d = F.AUTO_DEAR_MIN_N, -(-F.AUTO_DEAR_MIN_WORK // F.AUTO_DEAR_MIN_N)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, :5].sum(axis=1) + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=1.0 / d)
+    assert F.rows_dear_for_smo(X, n, k)
+    assert not F.rows_dear_for_smo(X, n - 1, k)  # too few rows
+    assert not F.rows_dear_for_smo(X[:, : d // 2], n, k)  # too narrow
+    assert not F.rows_dear_for_smo(X, n, make_kernel("precomputed"))
+    S = sp.random(n, 40 * d, density=0.01, random_state=0, format="csr")  # 40 * d * 0.01 = 0.4 d nonzeros a row
+    assert not F.rows_dear_for_smo(S, n, k)
+    auto = F.fit("l1", X, y, 1.0, k)
+    smo = F.fit("l1", X, y, 1.0, k, solver="smo")
+    assert auto.solver == "batched" and smo.solver == "smo"
+    assert auto.objective == pytest.approx(smo.objective, rel=1e-4)
+    assert np.mean(np.sign(auto.extra["train_decision"]) == np.sign(smo.extra["train_decision"])) > 0.99
+    below = F.fit("l1", X[: n - 1], y[: n - 1], 1.0, k)
+    assert below.solver == "smo"

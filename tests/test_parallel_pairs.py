@@ -39,7 +39,7 @@ def test_threads_give_the_sequential_model(monkeypatch, four_classes, make):
     if BaseSVMClassifier._pair_workers.__get__(threaded)([(np.arange(3), None)] * 2, None) < 2:
         pytest.skip("one core: pairs are never threaded")
     assert calls, "the threaded path was not taken"
-    monkeypatch.setattr(BaseSVMClassifier, "_pair_workers", lambda self, members, warm: 1)
+    monkeypatch.setattr(BaseSVMClassifier, "_pair_workers", lambda self, members, warm, X=None: 1)
     seq = make().fit(X, y)
     np.testing.assert_array_equal(threaded.support_, seq.support_)
     np.testing.assert_allclose(threaded.dual_coef_, seq.dual_coef_, rtol=1e-6, atol=1e-8)

@@ -607,12 +607,17 @@ class HeldRows:
     def times(self, X, kernel, rows, coef, targets, parallel=True):
         r""":math:`\sum_r c_r K(x_{rows_r}, x_t)` for the rows ``targets`` of ``X``: the held rows read, the others
         computed (:func:`maxmargin.kernels.engine.kernel_times`)."""
-        slots = self.slot[rows]
-        have = slots >= 0
-        out = held_times(self.rows, slots[have], coef[have], targets, parallel)
-        if not have.all():
-            out += kernel_times(kernel, _rows(X, targets), _rows(X, rows[~have]), coef[~have], parallel=parallel)
-        return out
+        return _held_or_computed(self.rows, self.slot, X, kernel, rows, coef, targets, parallel)
+
+
+def _held_or_computed(S, slot, X, kernel, rows, coef, targets, parallel):
+    """:meth:`HeldRows.times` over the rows ``S`` (``slot[i]``: the row of data row i in ``S``, -1: not held)."""
+    slots = slot[rows]
+    have = slots >= 0
+    out = held_times(S, slots[have], coef[have], targets, parallel)
+    if not have.all():
+        out += kernel_times(kernel, _rows(X, targets), _rows(X, rows[~have]), coef[~have], parallel=parallel)
+    return out
 
 
 class FoldRows:
@@ -649,6 +654,8 @@ class FoldRows:
         self._rest = np.r_[free, bound][room:].astype(np.int64)  # support vectors whose rows are not shared
         self._X, self._kernel = X, kernel
         k = self.sv.shape[0]
+        self.slot = np.full(n, -1, dtype=np.int64)  # the shared row of each data row (-1: none)
+        self.slot[self.sv] = np.arange(k)
         self.rows = np.empty((slots, n))
         cuts = np.linspace(k, slots, workers + 1).astype(np.int64)
         self.regions = queue.SimpleQueue()
@@ -696,6 +703,12 @@ class FoldRows:
             yt = y[train]
             out.append((alphas[f], yt * s[train, 2 * f] - 1.0, yt * s[train, 2 * f + 1]))
         return out
+
+    def times(self, X, kernel, rows, coef, targets, parallel=True):
+        r""":math:`\sum_r c_r K(x_{rows_r}, x_t)` for the rows ``targets`` of ``X`` (as :meth:`HeldRows.times`):
+        a fold's held-out decision values read the shared rows (read only while the folds run) instead of
+        computing kernel products."""
+        return _held_or_computed(self.rows, self.slot, X, kernel, rows, coef, targets, parallel)
 
     @contextlib.contextmanager
     def pool(self):

@@ -445,7 +445,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         report = report_of(self)
         report.begin(len(pairs), probability=bool(self.probability))
         fits = []
-        workers = self._pair_workers(members, warm)
+        workers = self._pair_workers(members, warm, X)
         compiled = self._compiled_pairs(X, kern, members, warm)
         # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
         plans = self._fold_plans(members) if self.probability else None
@@ -479,7 +479,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             self._get_kernel()  # prepared here, so that predicting leaves __dict__ unchanged
         return self
 
-    def _pair_workers(self, members, warm):
+    def _pair_workers(self, members, warm, X=None):
         """How many one-vs-one problems to solve at once (threads).
 
         More than one only where it is safe and pays: at least two pairs small enough
@@ -494,8 +494,18 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return 1
         if getattr(self, "warm_start", False) or not self._pairs_use_smo():
             return 1
-        small = sum(rows.shape[0] < formulations.AUTO_BATCHED_MIN_N for rows, _ in members)
+        small = sum(not self._pair_batched(rows, X) for rows, _ in members)
         return min(cores, small) if small >= 2 else 1
+
+    def _pair_batched(self, rows, X=None):
+        """Whether solver='auto' gives the one-vs-one problem on ``rows`` (of the training data ``X``) to the
+        batched solver (which runs on every core: such problems are solved one after the other, never on the
+        pairs' threads); :func:`maxmargin.formulations.rows_dear_for_smo` as the fit decides it."""
+        if rows.shape[0] >= formulations.AUTO_BATCHED_MIN_N:
+            return True
+        if getattr(self, "solver", "auto") != "auto" or self.kernel == "precomputed" or callable(self.kernel):
+            return False
+        return formulations.rows_dear_for_smo(X, rows.shape[0])
 
     def _pairs_use_smo(self):  # pragma: no cover - per estimator
         return False
@@ -578,7 +588,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             if folds is not None and res["cv"][k] is not None:
                 fit.cv_decision = cv_rows[offsets[k] : offsets[k + 1]]
         rest = [p_no for p_no in range(len(pairs)) if fits[p_no] is None]
-        workers = self._pair_workers(members, None)
+        workers = self._pair_workers(members, None, X)
         if rest and workers > 1:  # pairs too large for the memory left: on threads as usual
             threaded = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers, rest)
             return [fit if fit is not None else threaded[p_no] for p_no, fit in enumerate(fits)]
@@ -619,8 +629,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return fit
 
         todo = range(n_pairs) if only is None else only
-        big = [p for p in todo if members[p][0].shape[0] >= formulations.AUTO_BATCHED_MIN_N]
-        small = [p for p in todo if members[p][0].shape[0] < formulations.AUTO_BATCHED_MIN_N]
+        big = [p for p in todo if self._pair_batched(members[p][0], X)]
+        small = [p for p in todo if not self._pair_batched(members[p][0], X)]
         fits = [None] * n_pairs
         for p_no in big:
             fits[p_no] = one(p_no, float(self.cache_size))
@@ -955,6 +965,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 stack.enter_context(smo.kernel_row_pool(pool))
                 return self._fit_fold_problem(problem, options, alpha0, start)
 
+        if held is None and shared is not None and shared.sv.size and probability.rows_are_dear(Xs, kern):
+            # where kernel values are dear, the SMO folds' held-out values read the shared rows of the full fit's
+            # support vectors (elsewhere reading those long rows at scattered columns costs more than computing)
+            held = shared
         return probability.cv_decision_values(
             fit_fold,
             Xs,
@@ -1358,7 +1372,9 @@ class SVC(BaseSVMClassifier):
             return False
         n_fold = X.shape[0] - X.shape[0] // probability.N_FOLDS
         if formulations.resolve_solver(self.formulation, "auto", n_fold) != "batched":
-            return False
+            # below the size rule, as the fit: the batched folds where kernel rows are dear
+            large = formulations.resolve_solver(self.formulation, "auto", formulations.AUTO_BATCHED_MIN_N)
+            return large == "batched" and formulations.rows_dear_for_smo(X, n_fold, kern)
         if sp.issparse(X) or X.shape[1] >= FOLDS_BATCHED_FEATURES:
             return True
         return n_sv > probability.shared_slots(X.shape[0], self.cache_size, probability.fold_workers())

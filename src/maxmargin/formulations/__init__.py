@@ -148,6 +148,8 @@ from __future__ import annotations
 from ..solvers import registry as _registry
 from .base import (
     AUTO_BATCHED_MIN_N,
+    AUTO_DEAR_MIN_N,
+    AUTO_DEAR_MIN_WORK,
     REGISTRY,
     BinaryFit,
     Data,
@@ -157,6 +159,7 @@ from .base import (
     fit,
     get,
     register,
+    rows_dear_for_smo,
     solvers_for,
 )
 from .classification import CLASSIFIERS, DEFAULT_BIAS, nu_no_margin_message
@@ -256,6 +259,8 @@ def fit_binary(X, y, C, kernel, formulation="l1", solver="smo", rows=None, **opt
 
 __all__ = [
     "AUTO_BATCHED_MIN_N",
+    "AUTO_DEAR_MIN_N",
+    "AUTO_DEAR_MIN_WORK",
     "BIAS_RULES",
     "BinaryFit",
     "COMMON_OPTIONS",
@@ -283,6 +288,7 @@ __all__ = [
     "margin_from_definition",
     "nu_no_margin_message",
     "register",
+    "rows_dear_for_smo",
     "resolve_solver",
     "solvers_for",
     "valid_pairs",

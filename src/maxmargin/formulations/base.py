@@ -26,12 +26,34 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels.formulas import PRECOMPUTED
 from ..solvers import registry
 
 #: from this many variables on, solver='auto' takes the batched solver for the standard duals
 #: (benchmarks/crossover.py on subsets of a9a, ijcnn1, usps, Skin_NonSkin: SMO wins at 2000,
 #: at 4000 they are even, at 8000 the batched solver wins on the wide data)
 AUTO_BATCHED_MIN_N = 4000
+
+#: ... and from this many rows on where a kernel row is dear: at least AUTO_DEAR_MIN_WORK stored values
+#: (rows x features, or the sparse rows' nonzeros) -- SMO computes its rows one at a time (a matrix-vector
+#: product each), the batched solver in blocks.  benchmarks/crossover.py, SMO / batched at 1000 / 2000 / 3000
+#: rows: dense2k (2,000 features) 1.88 / 5.58 / 4.02, mnist (784) 0.70 / 1.19 / 2.78, usps (256) 0.77 / 0.72 /
+#: 1.20; text2 at 3000 rows (58 nonzeros a row) 0.27 against 0.38-0.43 s.
+AUTO_DEAR_MIN_N = 1000
+AUTO_DEAR_MIN_WORK = 2_000_000
+
+
+def rows_dear_for_smo(X, n, kernel=None):
+    """Whether ``n`` rows of ``X`` (the rows a problem uses) make kernel rows dear enough that solver='auto'
+    should take the batched solver below :data:`AUTO_BATCHED_MIN_N` (never for a precomputed or callable
+    kernel, whose rows cost nothing to compute or cannot be blocked)."""
+    if n < AUTO_DEAR_MIN_N or X is None or len(getattr(X, "shape", ())) != 2:
+        return False
+    if kernel is not None and (getattr(kernel, "code", None) == PRECOMPUTED or kernel.name == "callable"):
+        return False
+    per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
+    return n * per_row >= AUTO_DEAR_MIN_WORK
+
 
 #: formulation name -> Formulation object (filled by :func:`register`)
 REGISTRY = {}
@@ -230,6 +252,9 @@ def fit(name, X, y, C, kernel, solver="auto", rows=None, **options):
     data = Data(X, y, C, kernel, None if rows is None else np.asarray(rows, dtype=np.int64))
     if solver == "auto":
         solver, defaults = form.auto(form.n_var(data))
+        dear = solver == "smo" and rows_dear_for_smo(X, data.n, kernel)
+        if dear and form.auto(AUTO_BATCHED_MIN_N)[0] == "batched":  # SMO's rows one by one would cost more
+            solver = "batched"
         options = {**defaults, **options}
         check_solver(name, solver, kernel)
     spec = registry.spec(solver)
