@@ -226,93 +226,6 @@ def _select(kd, cache, sv, m, all_active, tol):
     return i, j, viol
 
 
-@njit(cache=True)
-def _select_nu(kd, cache, sv, m, all_active, tol):
-    """WSS3 within each class (nu-variant). Returns (i, j, violation); j = -1 when optimal."""
-    kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
-    gmaxp = -INF  # class +1: max over I_up of -y G
-    gmaxn = -INF  # class -1
-    ip = -1
-    jn = -1
-    for k in range(m):
-        t = active[k]
-        u = uint64(t)  # an unsigned index: no negative-index wraparound test on each load
-        if y[u] > 0:
-            if alpha[u] < U[u]:
-                v = -G[u]
-                if v >= gmaxp:
-                    gmaxp = v
-                    ip = t
-        else:
-            if alpha[u] > 0.0:
-                v = G[u]
-                if v >= gmaxn:
-                    gmaxn = v
-                    jn = t
-    if ip >= 0:
-        Kp = get_row(
-            kd,
-            cache,
-            kidx[ip],
-            all_active,
-            act_data,
-            m,
-        )
-    else:
-        Kp = QD  # never read
-    if jn >= 0:
-        Kn = get_row(
-            kd,
-            cache,
-            kidx[jn],
-            all_active,
-            act_data,
-            m,
-        )
-    else:
-        Kn = QD  # never read
-    gmaxp2 = -INF
-    gmaxn2 = -INF
-    j = -1
-    best = INF
-    for k in range(m):
-        t = active[k]
-        u = uint64(t)  # an unsigned index: no negative-index wraparound test on each load
-        if y[u] > 0:
-            if alpha[u] > 0.0:
-                v = G[u]
-                if v > gmaxp2:
-                    gmaxp2 = v
-                b = gmaxp + v
-                if ip >= 0 and b > 0.0:
-                    a = QD[ip] + QD[u] - 2.0 * Kp[uint64(kidx[u])]
-                    if a <= 0.0:
-                        a = TAU
-                    obj = -(b * b) / a
-                    if obj <= best:
-                        best = obj
-                        j = t
-        else:
-            if alpha[u] < U[u]:
-                v = -G[u]
-                if v > gmaxn2:
-                    gmaxn2 = v
-                b = gmaxn + v
-                if jn >= 0 and b > 0.0:
-                    a = QD[jn] + QD[u] - 2.0 * Kn[uint64(kidx[u])]
-                    if a <= 0.0:
-                        a = TAU
-                    obj = -(b * b) / a
-                    if obj <= best:
-                        best = obj
-                        j = t
-    viol = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
-    if viol < tol or j == -1:
-        return -1, -1, max(viol, 0.0)
-    i = ip if y[j] > 0 else jn
-    return i, j, viol
-
-
 #: whether ``_run_py`` runs the nu-variant's selection; each compiled copy of it binds its own
 #: (:func:`_with_selection`), a compile-time constant, so that a C-SVC fit compiles only the standard one
 _NU = False
@@ -505,8 +418,8 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     ``state`` = [active size, unshrunk flag, shrink counter, iterations];
     ``fstate[0]`` receives the current violation.
 
-    The selection (WSS3: :func:`_select`, or :func:`_select_nu` where the compile-time ``_NU``
-    says so) and the cache look-ups of its rows are written out here, on arrays unpacked once:
+    The selection (WSS3 as :func:`_select`, or within each class for the nu-variant where the compile-time
+    ``_NU`` says so) and the cache look-ups of its rows are written out here, on arrays unpacked once:
     a call that takes the data, cache and state tuples pays two atomic reference-count updates
     per array it unpacks (~150 ns a call, more than a whole step of a small problem; breast
     cancer unscaled, linear kernel: 1.25 us a step before, 0.13 us after, LIBSVM 0.15 us); a
@@ -515,7 +428,7 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
     kidx, y, p, U, QD, shift, alpha, G, Gbar, active, act_data, state, fstate = sv
     rows, slot_of, row_of, stamp, full, epoch_of, counters = cache
     n_var = y.shape[0]
-    # run-time True: a literal True argument would compile _select and get_row a second time
+    # run-time True: a literal True argument would compile get_row a second time
     # (Numba specialises on Literal[bool]), which was a fifth of the first fit's start-up
     whole = n_var >= 0
     ident = n_var == rows.shape[1]  # variable t is data row t (C-SVC, one-class)?
@@ -533,7 +446,7 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
         m = state[0]
         all_active = full_rows or m == n_var
         if _NU:
-            # WSS3 within each class as _select_nu: per class the maximal -y G over I_up (ip, jn), then
+            # WSS3 within each class: per class the maximal -y G over I_up (ip, jn), then
             # the second-order partner of either in its own class
             gmaxp = -INF
             gmaxn = -INF
@@ -691,17 +604,11 @@ def _run_py(kd, cache, sv, tol, max_steps, shrinking, nu, full_rows):
                 m = n_var
                 state[0] = m
                 cache[6][1] += 1  # the row cache's epoch: partial rows are stale once variables come back
-                if _NU:
-                    i, j, viol = _select_nu(kd, cache, sv, m, whole, tol)
-                else:
-                    i, j, viol = _select(kd, cache, sv, m, whole, tol)
-                have_i = False
-                fstate[0] = viol
-                if j < 0:
-                    return 0
-                state[2] = 1
-            else:
-                return 0
+                # select again, over every variable, before the next shrink (the loop's top counts one down):
+                # optimal there ends the run, else the step is taken and the step after it shrinks
+                state[2] = 2
+                continue
+            return 0
         all_active = full_rows or m == n_var
         if not have_i:
             r = kidx[i]
