@@ -629,8 +629,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return fit
 
         todo = range(n_pairs) if only is None else only
-        big = [p for p in todo if self._pair_batched(members[p][0], X)]
-        small = [p for p in todo if not self._pair_batched(members[p][0], X)]
+        batched = {p: self._pair_batched(members[p][0], X) for p in todo}
+        big = [p for p in todo if batched[p]]
+        small = [p for p in todo if not batched[p]]
         fits = [None] * n_pairs
         for p_no in big:
             fits[p_no] = one(p_no, float(self.cache_size))
