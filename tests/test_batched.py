@@ -195,10 +195,10 @@ def test_compiled_exp_is_within_one_ulp():
     exp_nonpos(o, np.empty(x.size))
     ref = np.exp(x)
     assert np.all(np.abs(o - ref) <= np.spacing(ref))
-    # below -708 (never a kernel value that matters) it stays a tiny positive number
-    o = np.array([-750.0, -1e6])
-    exp_nonpos(o, np.empty(2))
-    assert np.all((o >= 0) & (o < 1e-300))
+    # below -708 (never a kernel value that matters) exactly 0, never a subnormal number; -708 itself is normal
+    o = np.array([-708.0, -708.0001, -720.0, -750.0, -1e6, -np.inf])
+    exp_nonpos(o, np.empty(o.size))
+    assert abs(o[0] - np.exp(-708.0)) <= np.spacing(np.exp(-708.0)) and np.all(o[1:] == 0.0)
 
 
 def test_wide_sparse_rows_on_threads_match_the_kernel(monkeypatch):
