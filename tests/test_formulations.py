@@ -499,10 +499,54 @@ def test_auto_takes_the_batched_solver_where_kernel_rows_are_dear():
     assert not F.rows_dear_for_smo(X, n, make_kernel("precomputed"))
     S = sp.random(n, 40 * d, density=0.01, random_state=0, format="csr")  # 40 * d * 0.01 = 0.4 d nonzeros a row
     assert not F.rows_dear_for_smo(S, n, k)
-    auto = F.fit("l1", X, y, 1.0, k)
-    smo = F.fit("l1", X, y, 1.0, k, solver="smo")
+    # a cache_size too small for the whole kernel matrix (with the default, SMO computes it at once: the next test)
+    assert F.smo_on_gram(X, n, k) and not F.rows_dear_for_smo(X, n, k, cache_size=200)
+    auto = F.fit("l1", X, y, 1.0, k, cache_size=4)
+    smo = F.fit("l1", X, y, 1.0, k, solver="smo", cache_size=4)
     assert auto.solver == "batched" and smo.solver == "smo"
     assert auto.objective == pytest.approx(smo.objective, rel=1e-4)
     assert np.mean(np.sign(auto.extra["train_decision"]) == np.sign(smo.extra["train_decision"])) > 0.99
-    below = F.fit("l1", X[: n - 1], y[: n - 1], 1.0, k)
+    below = F.fit("l1", X[: n - 1], y[: n - 1], 1.0, k, cache_size=4)
     assert below.solver == "smo"
+
+
+def test_smo_takes_the_whole_kernel_matrix_where_it_pays(monkeypatch):
+    """Dense rows of >= GRAM_MIN_FEATURES features whose kernel matrix fits in cache_size: solver='auto' runs
+    SMO over the whole matrix, computed at once (whatever the size rule says, up to GRAM_MAX_N rows), for a
+    subset of rows too (a one-vs-one pair: gathered first); the same optimum as SMO computing its rows one at a
+    time, the batched solver and LIBSVM."""
+    import scipy.sparse as sp
+    from sklearn.svm import SVC
+
+    from maxmargin.kernels import rowcache
+    from maxmargin.solvers import smo as smo_mod
+
+    rng = np.random.default_rng(5)
+    n, d = 700, rowcache.GRAM_MIN_FEATURES + 22
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, :5].sum(axis=1) + 0.7 * rng.normal(size=n) > 0, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=0.5 / d)
+    mb = 8.0 * n * n / 2**20
+    assert F.smo_on_gram(X, n, k, cache_size=mb) and not F.smo_on_gram(X, n, k, cache_size=0.99 * mb)
+    assert not F.smo_on_gram(X[:, : rowcache.GRAM_MIN_FEATURES - 1], n, k)  # too narrow
+    assert not F.smo_on_gram(sp.csr_matrix(X), n, k)  # sparse rows: one at a time
+    assert not F.smo_on_gram(X, n, make_kernel("precomputed"))
+    assert not F.smo_on_gram(X, F.GRAM_MAX_N + 1, k, cache_size=1e6)
+    calls = []
+    whole = smo_mod.whole_gram_cache
+    monkeypatch.setattr(smo_mod, "whole_gram_cache", lambda X, kern: calls.append(X.shape) or whole(X, kern))
+    gram = F.fit("l1", X, y, 1.0, k)
+    assert gram.solver == "smo" and calls == [(n, d)]
+    rowwise = F.fit("l1", X, y, 1.0, k, solver="smo", cache_size=0.5 * mb)  # the matrix does not fit
+    batched = F.fit("l1", X, y, 1.0, k, solver="batched")
+    assert calls == [(n, d)]
+    ref = SVC(C=1.0, kernel="rbf", gamma=0.5 / d, tol=1e-3).fit(X, y)
+    for other in (rowwise, batched):
+        assert gram.objective == pytest.approx(other.objective, rel=1e-6)
+    np.testing.assert_allclose(gram.extra["train_decision"], ref.decision_function(X), atol=2e-3)
+    # a pair's rows: gathered into a matrix of their own
+    rows = np.flatnonzero(rng.random(n) < 0.6)
+    sub = F.fit("l1", X, y[rows], 1.0, k, rows=rows)
+    assert calls[-1] == (rows.size, d)
+    alone = F.fit("l1", X[rows], y[rows], 1.0, k, solver="smo", cache_size=0.1)
+    assert sub.objective == pytest.approx(alone.objective, rel=1e-6)

@@ -501,9 +501,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Whether solver='auto' gives the one-vs-one problem on ``rows`` (of the training data ``X``) to the
         batched solver (which runs on every core: such problems are solved one after the other, never on the
         pairs' threads); :func:`maxmargin.formulations.rows_dear_for_smo` as the fit decides it."""
+        auto = getattr(self, "solver", "auto") == "auto" and self.kernel != "precomputed" and not callable(self.kernel)
+        if auto and formulations.smo_on_gram(X, rows.shape[0], None, self.cache_size):
+            return False  # SMO over the pair's whole kernel matrix
         if rows.shape[0] >= formulations.AUTO_BATCHED_MIN_N:
             return True
-        if getattr(self, "solver", "auto") != "auto" or self.kernel == "precomputed" or callable(self.kernel):
+        if not auto:
             return False
         return formulations.rows_dear_for_smo(X, rows.shape[0])
 

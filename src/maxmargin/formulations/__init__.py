@@ -150,6 +150,7 @@ from .base import (
     AUTO_BATCHED_MIN_N,
     AUTO_DEAR_MIN_N,
     AUTO_DEAR_MIN_WORK,
+    GRAM_MAX_N,
     REGISTRY,
     BinaryFit,
     Data,
@@ -160,6 +161,7 @@ from .base import (
     get,
     register,
     rows_dear_for_smo,
+    smo_on_gram,
     solvers_for,
 )
 from .classification import CLASSIFIERS, DEFAULT_BIAS, nu_no_margin_message
@@ -289,6 +291,8 @@ __all__ = [
     "nu_no_margin_message",
     "register",
     "rows_dear_for_smo",
+    "smo_on_gram",
+    "GRAM_MAX_N",
     "resolve_solver",
     "solvers_for",
     "valid_pairs",

@@ -139,10 +139,11 @@ def check_code(code):
     return code
 
 
-def transform_rows(D, code, params, sq_rows=None, sq_cols=None):
+def transform_rows(D, code, params, sq_rows=None, sq_cols=None, parallel=True):
     """The kernel block from the block of dot products ``D`` (dense, float64,
     C-ordered, changed in place and returned); ``params = (gamma, coef0, degree)``;
-    ``sq_rows``/``sq_cols`` the squared norms of the two sides (RBF only)."""
+    ``sq_rows``/``sq_cols`` the squared norms of the two sides (RBF only); on Numba's
+    threads from :data:`PARALLEL_MIN_ENTRIES` entries unless ``parallel`` is False."""
     code = check_code(code)
     if code == LINEAR:
         return D
@@ -150,7 +151,7 @@ def transform_rows(D, code, params, sq_rows=None, sq_cols=None):
     sq_rows = np.zeros(n) if sq_rows is None else np.ascontiguousarray(sq_rows, dtype=np.float64)
     sq_cols = np.zeros(m) if sq_cols is None else np.ascontiguousarray(sq_cols, dtype=np.float64)
     gamma, coef0, degree = (float(v) for v in params)
-    fn = _transform_rows_par if D.size >= PARALLEL_MIN_ENTRIES else _transform_rows_ser
+    fn = _transform_rows_par if parallel and D.size >= PARALLEL_MIN_ENTRIES else _transform_rows_ser
     fn(D, code, gamma, coef0, degree, sq_rows, sq_cols)
     return D
 

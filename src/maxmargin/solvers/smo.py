@@ -86,9 +86,11 @@ from ..kernels.rowcache import (  # noqa: F401
     RowCache,
     _pool_key,
     get_row,
+    gram_pays,
     kernel_data,
     kernel_diag,
     kernel_row_pool,
+    whole_gram_cache,
 )
 from .base import Solution, Watch
 
@@ -853,7 +855,7 @@ def compute_rho_nu(y, G, alpha, U):
 class SolverState:
     """Arrays of one SMO run (kept between chunks)."""
 
-    def __init__(self, problem, cache_size):
+    def __init__(self, problem, cache_size, gram=None):
         pool = getattr(_POOL, "pool", None)
         key = pool.key_of(problem, cache_size) if pool is not None else None
         found = pool.lookup(key) if key is not None else None
@@ -863,7 +865,7 @@ class SolverState:
             self.cache.counters[1] += 1  # a new run: partial rows of the last one are stale
         else:
             self.kd = kernel_data(problem.X, problem.kernel)
-            self.cache = RowCache(n_data, cache_size)
+            self.cache = gram if gram is not None else RowCache(n_data, cache_size)
             if key is not None:
                 pool.store(key, self.kd, self.cache)
         self.counters0 = self.cache.counters.copy()
@@ -964,15 +966,29 @@ def solve(
         (:func:`init_gradient`'s values: the cross-validation folds compute theirs together,
         :meth:`maxmargin.probability.FoldRows.starts`); None computes them.
     """
-    with _blas_limit(problem):
+    gram = _whole_gram(problem, cache_size)
+    with contextlib.nullcontext() if gram is not None else _blas_limit(problem):
         return _solve(
-            problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info, start
+            problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info, start, gram
         )
 
 
-def _solve(problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info, start=None):
+def _whole_gram(problem, cache_size):
+    """The row cache of the whole kernel matrix (:func:`maxmargin.kernels.rowcache.gram_pays`), or None: only
+    where the problem's variables use every row of its data and no pool of shared rows is open."""
+    X = problem.X
+    if getattr(_POOL, "pool", None) is not None or not gram_pays(X, problem.kernel, X.shape[0], cache_size):
+        return None
+    if not np.bincount(np.asarray(problem.index, dtype=np.int64), minlength=X.shape[0]).all():
+        return None
+    return whole_gram_cache(X, problem.kernel)
+
+
+def _solve(
+    problem, tol, max_iter, shrinking, cache_size, callback, time_limit, verbose, callback_info, start=None, gram=None
+):
     nu = bool(problem.nu_constraints)
-    st = SolverState(problem, cache_size)
+    st = SolverState(problem, cache_size, gram)
     ka = st.kargs()
     if start is None:
         st.G, st.Gbar = init_gradient(problem, st.alpha, st.y, st.p, st.U, st.shift, st.kidx, st.cache)

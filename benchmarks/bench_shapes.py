@@ -1,0 +1,184 @@
+"""Shapes and options nobody tuned on: maxmargin against scikit-learn (LIBSVM) on the same generated data, fit
+and predict, in one process.
+
+    python benchmarks/bench_shapes.py                  # every case, median of 3
+    python benchmarks/bench_shapes.py --only gamma wide --repeat 5
+
+Each case is data made here with a fixed seed and one estimator setting users reach for but the shared data
+sets do not exercise: a large RBF gamma (the corner of every grid search, where most kernel values underflow),
+a small one with a large C, class and sample weights, float32 and Fortran-ordered input, a precomputed Gram
+matrix, the sigmoid and a degree-4 polynomial kernel, 50 classes, rows repeated ten times, binary sparse rows
+as CSR, CSC and integers, regression on sparse rows and with targets in the thousands, one-class on 20,000
+rows, wide dense data with far fewer rows than features (gene-expression shape, n << d), and the latency of
+``predict`` on one row.  Every fit runs once untimed (compilation), then ``--repeat`` times; the table gives
+medians and maxmargin / scikit-learn (< 1: maxmargin faster) for the fit and for ``predict`` on the test rows,
+and the agreement of the two predictions.  Time it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+
+def _classification(n, d, seed=0, **kw):
+    from sklearn.datasets import make_classification
+
+    return make_classification(n, d, n_informative=min(d - 2, 10), random_state=seed, **kw)
+
+
+def _cases():
+    """(group, name, estimator, parameters, X, y, X_test, fit keywords)."""
+    from sklearn.datasets import make_blobs, make_regression
+    from sklearn.preprocessing import StandardScaler
+
+    out = []
+
+    def case(group, name, est, params, X, y, Xte=None, fit_kw=None):
+        out.append((group, name, est, params, X, y, X if Xte is None else Xte, fit_kw or {}))
+
+    X, y = _classification(5000, 50, flip_y=0.05)
+    Xs = StandardScaler().fit_transform(X)
+    case("gamma", "gamma=10, 3,000 x 50 (every row a support vector)", "SVC", {"gamma": 10.0}, Xs[:3000], y[:3000])
+    case("gamma", "gamma=10, 5,000 x 50", "SVC", {"gamma": 10.0}, Xs, y)
+    case("gamma", "gamma=1e-3, C=100", "SVC", {"gamma": 1e-3, "C": 100.0}, Xs[:3000], y[:3000])
+    case("gamma", "SVR gamma=10", "SVR", {"gamma": 10.0}, Xs[:3000], Xs[:3000, :5].sum(axis=1))
+    case("weights", "float32", "SVC", {}, X.astype(np.float32), y)
+    case("weights", "Fortran order", "SVC", {}, np.asfortranarray(X), y)
+    Xi, yi = _classification(5000, 20, weights=[0.98], flip_y=0.01)
+    case("weights", "2% positives, class_weight=balanced", "SVC", {"class_weight": "balanced"}, Xi, yi)
+    Xw, yw = _classification(5000, 20, flip_y=0.1)
+    sw = np.random.default_rng(1).uniform(0.1, 3.0, Xw.shape[0])
+    case("weights", "sample_weight", "SVC", {}, Xw, yw, fit_kw={"sample_weight": sw})
+    K = np.exp(-0.02 * ((Xs[:3000, None, :] - Xs[None, :3000, :]) ** 2).sum(-1))
+    case("kernels", "precomputed 3,000", "SVC", {"kernel": "precomputed"}, K, y[:3000])
+    case("kernels", "sigmoid", "SVC", {"kernel": "sigmoid", "gamma": 0.01}, Xs, y)
+    Xp, yp = _classification(3000, 200, flip_y=0.05)
+    case("kernels", "poly degree 4", "SVC", {"kernel": "poly", "degree": 4, "coef0": 1.0}, Xp, yp)
+    Xb, yb = make_blobs(5000, 20, centers=50, cluster_std=4.0, random_state=0)
+    case("classes", "50 classes (predict 20,000 rows)", "SVC", {}, Xb, yb, Xte=np.vstack([Xb] * 4))
+    Xd, yd = _classification(500, 10, flip_y=0.1)
+    case("classes", "rows repeated 10 times", "SVC", {}, np.repeat(Xd, 10, axis=0), np.repeat(yd, 10))
+    rng = np.random.default_rng(3)
+    S = sp.random(8000, 2000, density=0.005, format="csr", random_state=3, data_rvs=lambda k: np.ones(k))
+    beta = rng.normal(size=2000)
+    ys = (S @ beta + 0.3 * rng.normal(size=8000) > 0).astype(int)
+    case("sparse", "binary sparse CSR 8,000 x 2,000", "SVC", {}, S, ys)
+    case("sparse", "the same as CSC", "SVC", {}, S.tocsc(), ys)
+    case("sparse", "the same as int64", "SVC", {}, sp.csr_matrix(S.astype(np.int64)), ys)
+    case("sparse", "SVR on the sparse rows", "SVR", {}, S, S @ beta)
+    Xr, yr = make_regression(4000, 20, noise=5.0, random_state=0)
+    case("regression", "SVR, targets x 1000, C=1e4", "SVR", {"C": 1e4}, Xr, 1000 * yr)
+    case("regression", "NuSVR", "NuSVR", {}, StandardScaler().fit_transform(Xr), yr / yr.std())
+    Xo, _ = _classification(20000, 10)
+    case("regression", "one-class 20,000 x 10", "OneClassSVM", {"nu": 0.05}, Xo, None)
+    Xg = np.random.default_rng(0).normal(size=(200, 20000))
+    yg = (Xg[:, :50].sum(axis=1) > 0).astype(int)
+    case("wide", "200 x 20,000 dense, RBF", "SVC", {"gamma": "scale"}, Xg, yg)
+    case("wide", "200 x 20,000 dense, linear", "SVC", {"kernel": "linear"}, Xg, yg)
+    Xh = np.random.default_rng(1).normal(size=(1000, 5000))
+    yh = (Xh[:, :50].sum(axis=1) > 0).astype(int)
+    case("wide", "1,000 x 5,000 dense, RBF", "SVC", {"gamma": "scale"}, Xh, yh)
+    case("wide", "1,000 x 5,000 dense, probability", "SVC", {"gamma": "scale", "probability": True}, Xh, yh)
+    return out
+
+
+def _time(make, X, y, Xte, fit_kw, repeat):
+    make().fit(X, y, **fit_kw)
+    fits, preds = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        model = make().fit(X, y, **fit_kw)
+        fits.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        pred = model.predict(Xte)
+        preds.append(time.perf_counter() - t)
+    return statistics.median(fits), statistics.median(preds), pred
+
+
+def _latency(repeat):
+    """predict / decision_function / predict_proba on one row, 1,000 calls."""
+    import sklearn.svm as sk
+
+    import maxmargin as mm
+
+    X, y = _classification(2000, 20, flip_y=0.05)
+    Xm, ym = _classification(2000, 20, n_classes=10, n_clusters_per_class=1)
+    rows = []
+    for label, data, call, params in (
+        ("predict, 1 row", (X, y), "predict", {}),
+        ("decision_function, 1 row", (X, y), "decision_function", {}),
+        ("predict_proba, 1 row", (X, y), "predict_proba", {"probability": True}),
+        ("predict, 1 row, 10 classes", (Xm, ym), "predict", {}),
+    ):
+        times = []
+        for lib in (mm, sk):
+            model = lib.SVC(**params).fit(*data)
+            one = data[0][:1]
+            fn = getattr(model, call)
+            fn(one)
+            ts = []
+            for _ in range(repeat):
+                t = time.perf_counter()
+                for _ in range(1000):
+                    fn(one)
+                ts.append((time.perf_counter() - t) / 1000)
+            times.append(statistics.median(ts))
+        rows.append((label, *times))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--only",
+        nargs="*",
+        help="groups: gamma weights kernels classes sparse regression wide latency (default: all)",
+    )
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    import sklearn.svm as sk
+
+    import maxmargin as mm
+
+    print(f"# bench_shapes: medians of {args.repeat}, maxmargin / scikit-learn (< 1: maxmargin faster)")
+    head = "| group | case | mm fit ms | sk fit ms | fit ratio | mm predict ms | sk predict ms | predict ratio"
+    print(head + " | agree % |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for group, name, est, params, X, y, Xte, fit_kw in _cases():
+        if args.only and group not in args.only:
+            continue
+        a = _time(lambda: getattr(mm, est)(**params), X, y, Xte, fit_kw, args.repeat)
+        b = _time(lambda: getattr(sk, est)(**params), X, y, Xte, fit_kw, args.repeat)
+        if est in ("SVR", "NuSVR"):
+            agree = np.mean(np.abs(a[2] - b[2]) <= 1e-2 * (1 + np.abs(b[2])))
+        else:
+            agree = np.mean(a[2] == b[2])
+        ratios += [a[0] / b[0], a[1] / b[1]]
+        print(
+            f"| {group} | {name} | {a[0] * 1e3:.1f} | {b[0] * 1e3:.1f} | {a[0] / b[0]:.2f} | {a[1] * 1e3:.1f} | "
+            f"{b[1] * 1e3:.1f} | {a[1] / b[1]:.2f} | {100 * agree:.1f} |",
+            flush=True,
+        )
+    if not args.only or "latency" in args.only:
+        print("\n| latency | mm us a call | sk us a call | ratio |\n|---|---|---|---|")
+        for label, t_mm, t_sk in _latency(args.repeat):
+            ratios.append(t_mm / t_sk)
+            print(f"| {label} | {t_mm * 1e6:.0f} | {t_sk * 1e6:.0f} | {t_mm / t_sk:.2f} |", flush=True)
+    if ratios:
+        print(f"\ngeometric mean of the ratios: {float(np.exp(np.mean(np.log(ratios)))):.2f} ({len(ratios)})")
+
+
+if __name__ == "__main__":
+    main()
