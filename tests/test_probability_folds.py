@@ -86,6 +86,42 @@ def test_fold_solutions_match_libsvm_on_each_fold(monkeypatch):
     np.testing.assert_allclose(dec, reference, atol=1e-4)
 
 
+def test_folds_read_the_whole_kernel_matrix_and_match_libsvm(monkeypatch):
+    """Dense rows of >= GRAM_MIN_FEATURES features, whose whole kernel matrix SMO computed for the full fit: the
+    folds read that matrix (rows in the pair's order, no kernel value computed again); their held-out values
+    are LIBSVM's on each fold's rows, and the model is the same bit for bit with 1 and 3 fold workers."""
+    from maxmargin.kernels import rowcache
+
+    rng = np.random.default_rng(4)
+    n, d = 300, rowcache.GRAM_MIN_FEATURES + 10
+    X = rng.normal(size=(n, d))
+    y = (X[:, :5].sum(axis=1) + rng.normal(size=n) > 0).astype(int)
+    made = []
+
+    class Spy(probability.WholeGram):
+        def __init__(self, G):
+            made.append(G.shape)
+            super().__init__(G)
+
+    monkeypatch.setattr(probability, "WholeGram", Spy)
+    captured = _capture_cv(monkeypatch)
+    gamma = 1.0 / d
+    maxmargin.SVC(C=2.0, gamma=gamma, tol=1e-7, probability=True, random_state=0).fit(X, y)
+    assert made == [(n, n)]
+    ((ysub, plan, dec, Xs),) = captured
+    assert np.array_equal(Xs, X)  # not grouped by class
+    reference = np.zeros_like(dec)
+    for train, test in plan:
+        ref = sklearn.svm.SVC(C=2.0, gamma=gamma, tol=1e-7).fit(Xs[train], ysub[train])
+        reference[test] = ref.decision_function(Xs[test])
+    np.testing.assert_allclose(dec, reference, atol=1e-4)
+    bits = []
+    for workers in (1, 3):
+        monkeypatch.setattr(probability, "fold_workers", lambda w=workers: w)
+        bits.append(_bits(maxmargin.SVC(C=2.0, gamma=gamma, probability=True, random_state=7).fit(X, y)))
+    assert bits[0] == bits[1] and len(made) == 3
+
+
 def test_predict_from_proba_is_the_argmax():
     X, y = make_blobs(300, 4, centers=4, cluster_std=3.5, random_state=2)
     est = maxmargin.SVC(probability=True, predict_from_proba=True, random_state=0).fit(X, y)

@@ -88,7 +88,7 @@ from numba import njit
 
 from .kernels import PRECOMPUTED
 from .kernels.engine import KernelRows, decide, held_times, kernel_times, postings_per_value
-from .kernels.rowcache import KernelRowPool, RowCache, kernel_data
+from .kernels.rowcache import KernelRowPool, RowCache, gram_data, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
 N_FOLDS = 5
@@ -727,6 +727,30 @@ class FoldRows:
             yield pool
         finally:
             self.regions.put(region)
+
+
+class WholeGram:
+    """The whole kernel matrix ``G`` of one binary problem's rows (SMO computed it for the full fit,
+    :func:`maxmargin.kernels.rowcache.whole_gram_cache`), shared by its cross-validation folds: each fold's SMO
+    reads it as a pinned row cache (nothing computed, nothing copied; its start gradient from the matrix's
+    rows too) and its held-out values are products with it (:meth:`times`).  Read only while the folds run."""
+
+    def __init__(self, G):
+        self.G = G
+        self.kd = gram_data(G)
+        self.key = object()
+
+    @contextlib.contextmanager
+    def pool(self):
+        """A pool for one fold (as :meth:`FoldRows.pool`) whose cache holds every row of ``G``."""
+        pool = FoldPool(float("inf"), self.key)
+        cache = RowCache.sharing(self.G, np.arange(self.G.shape[0], dtype=np.int64), range(0))
+        pool.entries[self.key] = [self.kd, cache, pool.generation]
+        yield pool
+
+    def times(self, X, kernel, rows, coef, targets, parallel=True):
+        r""":math:`\sum_r c_r K(x_{rows_r}, x_t)` for the rows ``targets``, read from ``G``."""
+        return self.G[np.ix_(targets, rows)] @ coef
 
 
 class FoldPool(KernelRowPool):

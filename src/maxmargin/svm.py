@@ -111,15 +111,15 @@ def check_finite_kernel(kern, X):
 def _check_finite_kernel(kern, X, n):
     from .kernels import row_norms_sq
 
+    sq = np.asarray(row_norms_sq(X), dtype=np.float64)
     if kern.name != "callable":
-        d = np.asarray(kern.diag(X), dtype=np.float64)
+        d = np.asarray(kern._diag_from_sq(sq), dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(d))
         if bad.size:
             raise ValueError(
                 f"non-finite kernel values: K(x, x) = {d[bad[0]]} for training row {int(bad[0])} "
                 f"({kern.name} kernel); the data holds values too large for it: {_SCALE_ADVICE}"
             )
-    sq = np.asarray(row_norms_sq(X), dtype=np.float64)
     top = np.argpartition(sq, n - 24)[-24:] if n > 24 else np.arange(n)  # the rows of largest norm
     idx = np.unique(np.concatenate([np.arange(min(n, 8)), top]))
     K = np.asarray(kern(X[idx], X[idx]), dtype=np.float64)
@@ -301,6 +301,10 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
 
     @staticmethod
     def _subset(X, rows, precomputed):
+        """The rows ``rows`` of ``X`` (and those columns of a Gram matrix); ``X`` itself where they are all
+        of its rows in order (read only: a binary problem's folds, no copy of the data)."""
+        if rows.shape[0] == X.shape[0] and bool(np.all(rows == np.arange(rows.shape[0]))):
+            return X
         return X[rows][:, rows] if precomputed else X[rows]
 
     # --------------------------------------------------------------- predict
@@ -454,7 +458,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         elif workers > 1:
             fits = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers)
         else:
-            with smo.kernel_row_pool(self._row_pool()):
+            # with probability=True, a whole kernel matrix SMO computes stays on the fit for the folds
+            keep = smo.keeping_gram() if self.probability else contextlib.nullcontext()
+            with smo.kernel_row_pool(self._row_pool()), keep:
                 for p_no, (rows, ysub) in enumerate(members):
                     options = self._solver_options(p_no, len(pairs))
                     alpha0 = None if warm is None else warm[p_no]
@@ -879,8 +885,17 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     Xs, kern, np.arange(rows.shape[0]), np.arange(rows.shape[0]), fit, ysub
                 )
             else:
+                extra = getattr(fit, "extra", None) or {}
                 dec = self._cv_decision_values(
-                    Xs, ysub, C_all[rows], kern, precomputed, fit, probability.plan_of(plans[p_no]), inner
+                    Xs,
+                    ysub,
+                    C_all[rows],
+                    kern,
+                    precomputed,
+                    fit,
+                    probability.plan_of(plans[p_no]),
+                    inner,
+                    extra.pop("gram", None),
                 )
             probA[p_no], probB[p_no] = probability.sigmoid_train(dec, ysub)
             report.probability_pair_done(p_no)
@@ -912,17 +927,19 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         self.probA_ = probA
         self.probB_ = probB
 
-    def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, plan, workers):
+    def _cv_decision_values(self, Xs, ysub, bounds, kern, precomputed, fit, plan, workers, gram=None):
         """The cross-validated decision values of one binary problem (Platt's data) on the
         folds ``plan`` (:func:`maxmargin.probability.fold_plan`), ``workers`` folds at a time.
 
         Where the folds are SMO problems over the pair's rows (:meth:`_fold_problem`), they
         start from the full fit's multipliers (SVC; :meth:`_folds_warm_start`) and share the
-        kernel rows of its support vectors (:class:`maxmargin.probability.FoldRows`); each
+        kernel rows of its support vectors (:class:`maxmargin.probability.FoldRows`), or every
+        kernel value where the full fit computed the whole matrix ``gram``
+        (:class:`maxmargin.probability.WholeGram`); each
         fold's result depends on its rows only, so the model is the same bit for bit whatever
         the number of threads.  The caller holds BLAS to one thread and silences the folds'
         ConvergenceWarnings."""
-        perm = None if (precomputed or plan is None) else probability.class_groups(ysub)
+        perm = None if (precomputed or plan is None or gram is not None) else probability.class_groups(ysub)
         if perm is not None:  # the folds on the rows grouped by class; the values come back in the pair's order
             Xs, ysub, bounds, fit, plan = probability.grouped(perm, Xs, ysub, bounds, fit, plan)
             dec = self._cv_decision_values(Xs, ysub, bounds, kern, precomputed, fit, plan, workers)
@@ -934,10 +951,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         options["tol"] = probability.fold_tol(self.tol)
         whole = np.arange(ysub.shape[0])
         n_sv = int(np.count_nonzero(fit.alpha)) if fit.alpha is not None else 0
-        posed = self._fold_problem(Xs, ysub, bounds, kern, whole, n_sv) is not None
+        posed = self._fold_problem(Xs, ysub, bounds, kern, whole, n_sv, gram is not None) is not None
         shared = starts = None
         warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
-        if posed and fit.alpha is not None and kern.name != "callable":
+        if posed and gram is not None:  # SMO's start gradient reads the matrix's rows
+            shared = probability.WholeGram(gram)
+        elif posed and fit.alpha is not None and kern.name != "callable":
             shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size, workers)
             if warm is not None and plan is not None:
                 found = shared.starts(plan, warm, ysub, bounds)
@@ -954,7 +973,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     held = None
 
         def fit_fold(train, alpha0):
-            problem = self._fold_problem(Xs, ysub, bounds, kern, train, n_sv)
+            problem = self._fold_problem(Xs, ysub, bounds, kern, train, n_sv, gram is not None)
             if problem is None:
                 opts = options
                 if full_grad is not None and alpha0 is not None:
@@ -969,7 +988,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 stack.enter_context(smo.kernel_row_pool(pool))
                 return self._fit_fold_problem(problem, options, alpha0, start)
 
-        if held is None and shared is not None and shared.sv.size and probability.rows_are_dear(Xs, kern):
+        if isinstance(shared, probability.WholeGram):
+            held = shared
+        elif held is None and shared is not None and shared.sv.size and probability.rows_are_dear(Xs, kern):
             # where kernel values are dear, the SMO folds' held-out values read the shared rows of the full fit's
             # support vectors (elsewhere reading those long rows at scattered columns costs more than computing)
             held = shared
@@ -990,10 +1011,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Whether a fold may start from the full fit's multipliers (restricted to its rows)."""
         return False
 
-    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0):
+    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0, whole_gram=False):
         """The dual of a cross-validation fold as a problem over all rows of ``X`` with
         ``index = train``, or None where the fold must go through ``_fit_pair`` (``n_sv``: the full
-        fit's support vectors)."""
+        fit's support vectors; ``whole_gram``: the folds read the whole kernel matrix)."""
         return None
 
     def _fit_fold_problem(self, problem, options, alpha0, start=None):  # pragma: no cover - with _fold_problem
@@ -1383,13 +1404,13 @@ class SVC(BaseSVMClassifier):
             return True
         return n_sv > probability.shared_slots(X.shape[0], self.cache_size, probability.fold_workers())
 
-    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0):
+    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0, whole_gram=False):
         # SMO serves the folds also where the full fit took the batched solver: they start from
         # its multipliers and hold its support vectors' kernel rows (BaseSVMClassifier._cv_decision_values),
-        # except where SMO's kernel rows are dear (_folds_batched)
+        # except where SMO's kernel rows are dear (_folds_batched) and not all in the whole matrix
         if self.formulation != "l1" or self.solver not in ("auto", "smo") or self.solver_options:
             return None  # other formulations, solvers and options: through formulations.fit_binary
-        if self._folds_batched(X, kern, n_sv):
+        if not whole_gram and self._folds_batched(X, kern, n_sv):
             return None  # through fit_binary, 'auto': the batched solver, warm-started
         m = train.shape[0]
         return DualProblem(
@@ -1536,7 +1557,7 @@ class NuSVC(BaseSVMClassifier):
             raise ValueError("NuSVC does not take a starting point")
         return formulations.fit("nu-svc", X, y, bounds, kern, self.solver, rows=rows, nu=self.nu, **options)
 
-    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0):
+    def _fold_problem(self, X, y, bounds, kern, train, n_sv=0, whole_gram=False):
         problem = nu_svc_problem(X, kern, y[train], self.nu, bounds[train])
         problem.index = train.astype(np.int64)
         return problem

@@ -45,11 +45,16 @@ AUTO_DEAR_MIN_WORK = 2_000_000
 
 
 #: solver='auto' takes SMO over the whole kernel matrix, computed at once (:func:`maxmargin.kernels.rowcache.
-#: gram_pays`: dense rows of >= 128 features, the matrix within ``cache_size``), up to this many rows, whatever
-#: the size rule says; beyond, the batched solver wins though the matrix fits (``/tmp/s16/gram2.py``, random
-#: two-class data, cache_size=1000, SMO over the matrix / batched: 5,000 x 1,000 0.59 / 1.12 s, 6,000 x 500 0.83
-#: / 1.03 s, 8,000 x 300 1.43 / 0.83 s, 8,000 x 128 1.17 / 0.70 s).
-GRAM_MAX_N = 6000
+#: gram_pays`: dense rows of >= 128 features, the matrix within ``cache_size``), up to this many rows, also where
+#: the rows are dear (:func:`rows_dear_for_smo`).  The batched solver computes only the rows it visits: it wins
+#: where few rows are support vectors, the whole matrix where most are (``/tmp/s16/band.py``, ``big.py``:
+#: whole matrix / batched, ms; unit-norm embeddings, 13-20% support vectors: 1,000 x 1,024 25 / 53, 2,000 x 384
+#: 44 / 41, 2,000 x 768 66 / 131, 3,000 x 768 131 / 101, 3,500 x 1,024 239 / 176, 4,000 x 768 272 / 208, 6,000
+#: x 384 718 / 187; random data, every row a support vector: 2,000 x 300 73 / 134, 3,000 x 2,000 409 / 1,048,
+#: 5,000 x 1,000 587 / 1,119).  Below ``AUTO_BATCHED_MIN_N`` where 'auto' keeps SMO, SMO reads the whole matrix
+#: whenever it fits (row by row it lost every case: 3,000 x 256 embeddings 123 against 104 ms, random 836
+#: against 153 ms).
+GRAM_MAX_N = 2500
 
 #: the solvers' default cache_size (MB)
 DEFAULT_CACHE_MB = 200.0

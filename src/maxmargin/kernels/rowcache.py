@@ -49,8 +49,7 @@ def kernel_data(X, kernel):
             G = kernel(X, X)
         else:
             G = X.toarray() if sp.issparse(X) else X
-        G = np.ascontiguousarray(G, dtype=np.float64)
-        return KernelData(code, np.zeros(3), G, empty_f, empty_i, empty_p, empty_f, False, empty_f, *none)
+        return gram_data(G)
     check_code(code)
     kp = np.array(kernel.params, dtype=np.float64)
     sqn = row_norms_sq(X) if code == RBF else np.zeros(X.shape[0])
@@ -84,6 +83,14 @@ def kernel_data(X, kernel):
         )
     X = np.ascontiguousarray(X, dtype=np.float64)
     return KernelData(code, kp, X, empty_f, empty_i, empty_p, sqn, False, empty_f, *none)
+
+
+def gram_data(G):
+    """:class:`KernelData` over a whole kernel matrix ``G`` (a precomputed kernel's, or one computed at once:
+    :func:`whole_gram_cache`), with the same array types as any other."""
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    e_f, e_i, e_p = np.zeros(1), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64)
+    return KernelData(PRECOMPUTED, np.zeros(3), G, e_f, e_i, e_p, e_f, False, e_f, e_p, e_p, e_f, e_p, e_f)
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
@@ -157,6 +164,9 @@ def kernel_diag(code, kp, X, data, indices, indptr, sqn, sparse, n):
     if code == 4:
         for i in range(n):
             out[i] = X[i, i]
+        return out
+    if code == RBF:  # k(x, x) = 1 (no pass over the rows: a tenth of a wide fold's time)
+        out[:] = 1.0
         return out
     for i in range(n):
         s = 0.0

@@ -71,6 +71,7 @@ Around the loop (issue 4):
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import types
 
@@ -86,6 +87,7 @@ from ..kernels.rowcache import (  # noqa: F401
     RowCache,
     _pool_key,
     get_row,
+    gram_data,
     gram_pays,
     kernel_data,
     kernel_diag,
@@ -863,9 +865,12 @@ class SolverState:
         if found is not None:
             self.kd, self.cache = found
             self.cache.counters[1] += 1  # a new run: partial rows of the last one are stale
+        elif gram is not None:  # every row already in the cache: the matrix's diagonal is all SMO reads of kd
+            self.kd = gram_data(gram.rows)
+            self.cache = gram
         else:
             self.kd = kernel_data(problem.X, problem.kernel)
-            self.cache = gram if gram is not None else RowCache(n_data, cache_size)
+            self.cache = RowCache(n_data, cache_size)
             if key is not None:
                 pool.store(key, self.kd, self.cache)
         self.counters0 = self.cache.counters.copy()
@@ -973,6 +978,22 @@ def solve(
         )
 
 
+_KEEP = threading.local()
+
+
+@contextlib.contextmanager
+def keeping_gram():
+    """Within this block (on this thread), a solve that computes the whole kernel matrix
+    (:func:`maxmargin.kernels.rowcache.whole_gram_cache`) leaves it on its solution as ``extra['gram']``: the
+    cross-validation folds of ``probability=True`` read it instead of computing kernel values again."""
+    previous = getattr(_KEEP, "on", False)
+    _KEEP.on = True
+    try:
+        yield
+    finally:
+        _KEEP.on = previous
+
+
 def _whole_gram(problem, cache_size):
     """The row cache of the whole kernel matrix (:func:`maxmargin.kernels.rowcache.gram_pays`), or None: only
     where the problem's variables use every row of its data and no pool of shared rows is open."""
@@ -1035,6 +1056,8 @@ def _solve(
     if m < st.y.shape[0]:
         _reconstruct(*ka, st.sv, m)
     extra = {}
+    if gram is not None and getattr(_KEEP, "on", False):
+        extra["gram"] = gram.rows
     if nu:
         rho, r = compute_rho_nu(st.y, st.G, st.alpha, st.U)
         extra["r"] = float(r)
