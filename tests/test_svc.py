@@ -295,6 +295,42 @@ def test_bad_data():
         SVC().fit(X, y).predict(np.ones((3, 5)))
 
 
+def test_small_float64_rows_skip_validation_with_the_same_results(rng):
+    """A small C-ordered float64 array skips validate_data at predict time (svm._ready_rows): the same values as
+    the validated route (lists, float32, Fortran order, many rows), and every other input keeps its checks."""
+    import warnings
+
+    import pandas as pd
+
+    from maxmargin import svm as svm_mod
+
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=120) > 0).astype(int)
+    Y3 = np.digitize(X[:, 1], [-0.5, 0.5])
+    for labels in (y, Y3):
+        est = SVC(C=2.0, probability=True, random_state=0).fit(X, labels)
+        row = X[:3].astype(np.float32).astype(np.float64)  # the same values as float32
+        assert svm_mod._ready_rows(row, est)
+        for other in (row.tolist(), row.astype(np.float32), np.asfortranarray(row)):
+            assert not svm_mod._ready_rows(other, est)
+            np.testing.assert_allclose(est.decision_function(row), est.decision_function(other), rtol=1e-12)
+            np.testing.assert_allclose(est.predict_proba(row), est.predict_proba(other), rtol=1e-12)
+            np.testing.assert_array_equal(est.predict(row), est.predict(other))
+        # one row alone (the kernel block at once) against all rows together (the fused loop for two classes)
+        np.testing.assert_allclose(est.decision_function(X[:1]), est.decision_function(X)[:1], rtol=1e-10, atol=1e-12)
+        with pytest.raises(ValueError, match="NaN"):
+            est.predict(np.array([[np.nan, 0.0, 0.0, 0.0]]))
+        with pytest.raises(ValueError, match="features"):
+            est.predict(np.zeros((1, 3)))
+    # fitted with feature names: an array without them warns as scikit-learn's estimators do
+    named = SVC().fit(pd.DataFrame(X, columns=list("abcd")), y)
+    assert not svm_mod._ready_rows(X[:2].copy(), named)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        named.predict(X[:2].copy())
+    assert any("feature names" in str(w.message) for w in caught)
+
+
 def test_check_estimator():
     from sklearn.utils.estimator_checks import check_estimator
 
