@@ -673,36 +673,20 @@ class FoldRows:
         of ``plan``.  The support vectors whose rows are not shared add their part by kernel blocks
         (:data:`START_BLOCK_MB` at a time), computed once for all folds."""
         k = self.sv.shape[0]
-        sv = np.r_[self.sv, self._rest]
-        held = np.full(self.n, -1, dtype=np.int64)
-        held[sv] = np.arange(sv.shape[0])
-        coef = np.zeros((sv.shape[0], 2 * len(plan)))
-        alphas = []
-        for f, (train, _) in enumerate(plan):
-            yt = y[train]
-            a = restore_equality(alpha[train], yt)
-            nz = np.flatnonzero(a > 0)
-            at_up = nz[a[nz] >= upper[train][nz]]
-            slots = held[train[nz]]
-            if np.any(slots < 0):  # pragma: no cover - restore_equality only lowers multipliers
-                return None
-            coef[slots, 2 * f] = yt[nz] * a[nz]
-            coef[held[train[at_up]], 2 * f + 1] = yt[at_up] * upper[train][at_up]
-            alphas.append(a)
-        s = self.rows[:k].T @ coef[:k] if k else np.zeros((self.n, 2 * len(plan)))
-        if self._rest.size:
-            step = max(1, int(START_BLOCK_MB * 1024 * 1024 // (8 * max(self.n, 1))))
-            block = np.empty((min(step, self._rest.size), self.n))
-            rows = KernelRows(self._X, self._kernel)
-            for lo in range(0, self._rest.size, step):
-                part = self._rest[lo : lo + step]
-                rows.compute(part, block)
-                s += block[: part.size].T @ coef[k + lo : k + lo + part.size]
-        out = []
-        for f, (train, _) in enumerate(plan):
-            yt = y[train]
-            out.append((alphas[f], yt * s[train, 2 * f] - 1.0, yt * s[train, 2 * f + 1]))
-        return out
+
+        def products(coef):
+            s = self.rows[:k].T @ coef[:k] if k else np.zeros((self.n, coef.shape[1]))
+            if self._rest.size:
+                step = max(1, int(START_BLOCK_MB * 1024 * 1024 // (8 * max(self.n, 1))))
+                block = np.empty((min(step, self._rest.size), self.n))
+                rows = KernelRows(self._X, self._kernel)
+                for lo in range(0, self._rest.size, step):
+                    part = self._rest[lo : lo + step]
+                    rows.compute(part, block)
+                    s += block[: part.size].T @ coef[k + lo : k + lo + part.size]
+            return s
+
+        return fold_starts(plan, alpha, y, upper, np.r_[self.sv, self._rest], products)
 
     def times(self, X, kernel, rows, coef, targets, parallel=True):
         r""":math:`\sum_r c_r K(x_{rows_r}, x_t)` for the rows ``targets`` of ``X`` (as :meth:`HeldRows.times`):
@@ -729,6 +713,36 @@ class FoldRows:
             self.regions.put(region)
 
 
+def fold_starts(plan, alpha, y, upper, sv, products):
+    r"""Each fold's warm start and SMO gradients (:meth:`FoldRows.starts`), for every fold at once: the
+    coefficients of the folds' starts over the data rows ``sv`` (every row a start's multiplier is nonzero on)
+    go to ``products(coef)``, which returns :math:`\sum_{r} K(x_t, x_{sv_r})\,coef_{r, c}` for every data
+    row ``t`` and column ``c`` (two columns a fold: its :math:`Q\alpha^0` and :math:`\bar G` parts).
+    None if a start leaves ``sv``."""
+    n = y.shape[0]
+    held = np.full(n, -1, dtype=np.int64)
+    held[sv] = np.arange(sv.shape[0])
+    coef = np.zeros((sv.shape[0], 2 * len(plan)))
+    alphas = []
+    for f, (train, _) in enumerate(plan):
+        yt = y[train]
+        a = restore_equality(alpha[train], yt)
+        nz = np.flatnonzero(a > 0)
+        at_up = nz[a[nz] >= upper[train][nz]]
+        slots = held[train[nz]]
+        if np.any(slots < 0):  # pragma: no cover - restore_equality only lowers multipliers
+            return None
+        coef[slots, 2 * f] = yt[nz] * a[nz]
+        coef[held[train[at_up]], 2 * f + 1] = yt[at_up] * upper[train][at_up]
+        alphas.append(a)
+    s = products(coef)
+    out = []
+    for f, (train, _) in enumerate(plan):
+        yt = y[train]
+        out.append((alphas[f], yt * s[train, 2 * f] - 1.0, yt * s[train, 2 * f + 1]))
+    return out
+
+
 class WholeGram:
     """The whole kernel matrix ``G`` of one binary problem's rows (SMO computed it for the full fit,
     :func:`maxmargin.kernels.rowcache.whole_gram_cache`), shared by its cross-validation folds: each fold's SMO
@@ -747,6 +761,13 @@ class WholeGram:
         cache = RowCache.sharing(self.G, np.arange(self.G.shape[0], dtype=np.int64), range(0))
         pool.entries[self.key] = [self.kd, cache, pool.generation]
         yield pool
+
+    def starts(self, plan, alpha, y, upper):
+        """Each fold's warm start and SMO gradients (as :meth:`FoldRows.starts`) in one product with the support
+        vectors' rows of ``G`` (before: each fold's SMO read all of ``G`` for its start, 14 ms of a 20 ms fold
+        of 2,400 rows)."""
+        sv = np.flatnonzero(alpha > 0)
+        return fold_starts(plan, alpha, y, upper, sv, lambda coef: self.G[sv].T @ coef)
 
     def times(self, X, kernel, rows, coef, targets, parallel=True):
         r""":math:`\sum_r c_r K(x_{rows_r}, x_t)` for the rows ``targets``, read from ``G``."""

@@ -982,14 +982,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         posed = self._fold_problem(Xs, ysub, bounds, kern, whole, n_sv, gram is not None) is not None
         shared = starts = None
         warm = fit.alpha if (fit.alpha is not None and self._folds_warm_start()) else None
-        if posed and gram is not None:  # SMO's start gradient reads the matrix's rows
+        if posed and gram is not None:
             shared = probability.WholeGram(gram)
         elif posed and fit.alpha is not None and kern.name != "callable":
             shared = probability.FoldRows(Xs, kern, fit.alpha, bounds, self.cache_size, workers)
-            if warm is not None and plan is not None:
-                found = shared.starts(plan, warm, ysub, bounds)
-                if found is not None:  # each fold's start, by the id of its training rows in the plan
-                    starts = {id(train): st for (train, _), st in zip(plan, found)}
+        if shared is not None and warm is not None and plan is not None:
+            found = shared.starts(plan, warm, ysub, bounds)
+            if found is not None:  # each fold's start, by the id of its training rows in the plan
+                starts = {id(train): st for (train, _), st in zip(plan, found)}
         # the batched folds (warm 1-norm C-SVC) start from the full fit's gradient, less the held-out rows
         full_grad = held = None
         if warm is not None and not posed and self._folds_batched(Xs, kern, n_sv) and "train_decision" in fit.extra:
