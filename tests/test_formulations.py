@@ -532,6 +532,9 @@ def test_smo_takes_the_whole_kernel_matrix_where_it_pays(monkeypatch):
     assert not F.smo_on_gram(sp.csr_matrix(X), n, k)  # sparse rows: one at a time
     assert not F.smo_on_gram(X, n, make_kernel("precomputed"))
     assert not F.smo_on_gram(X, F.GRAM_MAX_N + 1, k, cache_size=1e6)
+    with rowcache.keeping_gram():  # the matrix serves the folds of probability=True too: as far as it fits
+        assert F.smo_on_gram(X, F.GRAM_MAX_N + 1, k, cache_size=1e6)
+    assert not rowcache.gram_kept()
     calls = []
     whole = smo_mod.whole_gram_cache
     monkeypatch.setattr(smo_mod, "whole_gram_cache", lambda X, kern: calls.append(X.shape) or whole(X, kern))

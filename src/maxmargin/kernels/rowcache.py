@@ -253,6 +253,28 @@ def gram_pays(X, kernel, n, cache_size):
     return X.shape[1] >= GRAM_MIN_FEATURES and 8.0 * n * n <= float(cache_size) * 1024 * 1024
 
 
+_KEEP = threading.local()
+
+
+@contextlib.contextmanager
+def keeping_gram():
+    """Within this block (on this thread) the whole kernel matrix is wanted beyond one solve: SMO leaves the
+    one it computes on its solution (``extra['gram']``, which the cross-validation folds of ``probability=True``
+    read instead of computing kernel values again), and solver='auto' takes SMO over it up to the size
+    ``cache_size`` allows (:func:`maxmargin.formulations.smo_on_gram`)."""
+    previous = getattr(_KEEP, "on", False)
+    _KEEP.on = True
+    try:
+        yield
+    finally:
+        _KEEP.on = previous
+
+
+def gram_kept():
+    """Whether a :func:`keeping_gram` block is open on this thread."""
+    return getattr(_KEEP, "on", False)
+
+
 def whole_gram_cache(X, kernel):
     """A :class:`RowCache` holding every whole kernel row of dense ``X``, pinned: the solver never computes a
     row.  One BLAS product ``X X'`` (symmetric: NumPy hands it to ``syrk``), then the kernel's formula, on

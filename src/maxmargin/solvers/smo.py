@@ -71,7 +71,6 @@ Around the loop (issue 4):
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 import types
 
@@ -88,7 +87,9 @@ from ..kernels.rowcache import (  # noqa: F401
     _pool_key,
     get_row,
     gram_data,
+    gram_kept,
     gram_pays,
+    keeping_gram,
     kernel_data,
     kernel_diag,
     kernel_row_pool,
@@ -978,22 +979,6 @@ def solve(
         )
 
 
-_KEEP = threading.local()
-
-
-@contextlib.contextmanager
-def keeping_gram():
-    """Within this block (on this thread), a solve that computes the whole kernel matrix
-    (:func:`maxmargin.kernels.rowcache.whole_gram_cache`) leaves it on its solution as ``extra['gram']``: the
-    cross-validation folds of ``probability=True`` read it instead of computing kernel values again."""
-    previous = getattr(_KEEP, "on", False)
-    _KEEP.on = True
-    try:
-        yield
-    finally:
-        _KEEP.on = previous
-
-
 def _whole_gram(problem, cache_size):
     """The row cache of the whole kernel matrix (:func:`maxmargin.kernels.rowcache.gram_pays`), or None: only
     where the problem's variables use every row of its data and no pool of shared rows is open."""
@@ -1056,7 +1041,7 @@ def _solve(
     if m < st.y.shape[0]:
         _reconstruct(*ka, st.sv, m)
     extra = {}
-    if gram is not None and getattr(_KEEP, "on", False):
+    if gram is not None and gram_kept():
         extra["gram"] = gram.rows
     if nu:
         rho, r = compute_rho_nu(st.y, st.G, st.alpha, st.U)
