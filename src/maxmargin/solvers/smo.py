@@ -79,6 +79,7 @@ import scipy.sparse as sp
 from numba import njit, uint64
 
 from .._threads import one_blas_thread
+from ..kernels.formulas import PRECOMPUTED
 from ..kernels.rowcache import (  # noqa: F401
     _POOL,
     PINNED,
@@ -982,12 +983,18 @@ def solve(
 def _whole_gram(problem, cache_size):
     """The row cache of the whole kernel matrix (:func:`maxmargin.kernels.rowcache.gram_pays`), or None: only
     where the problem's variables use every row of its data and no pool of shared rows is open."""
-    X = problem.X
-    if getattr(_POOL, "pool", None) is not None or not gram_pays(X, problem.kernel, X.shape[0], cache_size):
+    X, kernel = problem.X, problem.kernel
+    if getattr(_POOL, "pool", None) is not None:
+        return None
+    given = kernel.code == PRECOMPUTED and kernel.name != "callable" and not sp.issparse(X)
+    if not given and not gram_pays(X, kernel, X.shape[0], cache_size):
         return None
     if not np.bincount(np.asarray(problem.index, dtype=np.int64), minlength=X.shape[0]).all():
         return None
-    return whole_gram_cache(X, problem.kernel)
+    if given:  # the matrix itself, every row pinned (no copy into a cache of rows)
+        G = np.ascontiguousarray(X, dtype=np.float64)
+        return RowCache.sharing(G, np.arange(G.shape[0], dtype=np.int64), range(0))
+    return whole_gram_cache(X, kernel)
 
 
 def _solve(
