@@ -553,3 +553,25 @@ def test_smo_takes_the_whole_kernel_matrix_where_it_pays(monkeypatch):
     assert calls[-1] == (rows.size, d)
     alone = F.fit("l1", X[rows], y[rows], 1.0, k, solver="smo", cache_size=0.1)
     assert sub.objective == pytest.approx(alone.objective, rel=1e-6)
+
+
+def test_auto_takes_smo_over_a_precomputed_matrix_at_any_size(monkeypatch):
+    """A dense precomputed kernel matrix: solver='auto' takes SMO beyond the size rule too (the matrix is its
+    pinned row cache; no kernel value to compute), a pair's rows gathered first; the batched solver's optimum.
+    A named kernel of the same size still goes to the batched solver."""
+    from maxmargin.formulations import base
+
+    monkeypatch.setattr(base, "AUTO_BATCHED_MIN_N", 100)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 6))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=300) > 0, 1.0, -1.0)
+    rbf = make_kernel("rbf", gamma=0.3)
+    K, pre = rbf(X, X), make_kernel("precomputed")
+    auto = F.fit("l1", K, y, 1.0, pre)
+    batched = F.fit("l1", K, y, 1.0, pre, solver="batched")
+    assert auto.solver == "smo" and F.fit("l1", X, y, 1.0, rbf).solver == "batched"
+    assert auto.objective == pytest.approx(batched.objective, rel=1e-6)
+    rows = np.flatnonzero(rng.random(300) < 0.5)
+    sub = F.fit("l1", K, y[rows], 1.0, pre, rows=rows)
+    alone = F.fit("l1", K[np.ix_(rows, rows)], y[rows], 1.0, pre, solver="batched")
+    assert sub.solver == "smo" and sub.objective == pytest.approx(alone.objective, rel=1e-6)
