@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.formulas import PRECOMPUTED
-from ..kernels.rowcache import gram_kept, gram_pays
+from ..kernels.rowcache import given_gram, gram_kept, gram_pays
 from ..solvers import registry
 
 #: from this many variables on, solver='auto' takes the batched solver for the standard duals
@@ -74,7 +74,7 @@ def _dense_precomputed(X, kernel):
     pinned row cache (no kernel value to compute, so the batched solver's blocks gain nothing; make_classification
     standardised, RBF matrices, SMO / batched: 4,500 rows 152 / 339 ms, 8,000 rows 520 / 2,621 ms, 8,000 rows at
     C = 100 689 / 1,979 ms, 12,000 rows 393 / 6,304 ms, the same objectives to 1e-7)."""
-    return getattr(kernel, "code", None) == PRECOMPUTED and kernel.name != "callable" and not sp.issparse(X)
+    return given_gram(X, kernel)
 
 
 def rows_dear_for_smo(X, n, kernel=None, cache_size=None):

@@ -275,6 +275,12 @@ def gram_kept():
     return getattr(_KEEP, "on", False)
 
 
+def given_gram(X, kernel):
+    """Whether ``X`` is itself a dense kernel matrix (a precomputed kernel's, not a callable's): SMO takes it as
+    its pinned row cache (:func:`maxmargin.solvers.smo.solve`), and solver='auto' takes SMO for it."""
+    return getattr(kernel, "code", None) == PRECOMPUTED and kernel.name != "callable" and not sp.issparse(X)
+
+
 def whole_gram_cache(X, kernel):
     """A :class:`RowCache` holding every whole kernel row of dense ``X``, pinned: the solver never computes a
     row.  One BLAS product ``X X'`` (symmetric: NumPy hands it to ``syrk``), then the kernel's formula, on

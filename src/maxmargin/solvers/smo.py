@@ -79,7 +79,6 @@ import scipy.sparse as sp
 from numba import njit, uint64
 
 from .._threads import one_blas_thread
-from ..kernels.formulas import PRECOMPUTED
 from ..kernels.rowcache import (  # noqa: F401
     _POOL,
     PINNED,
@@ -87,6 +86,7 @@ from ..kernels.rowcache import (  # noqa: F401
     RowCache,
     _pool_key,
     get_row,
+    given_gram,
     gram_data,
     gram_kept,
     gram_pays,
@@ -986,7 +986,7 @@ def _whole_gram(problem, cache_size):
     X, kernel = problem.X, problem.kernel
     if getattr(_POOL, "pool", None) is not None:
         return None
-    given = kernel.code == PRECOMPUTED and kernel.name != "callable" and not sp.issparse(X)
+    given = given_gram(X, kernel)
     if not given and not gram_pays(X, kernel, X.shape[0], cache_size):
         return None
     if not np.bincount(np.asarray(problem.index, dtype=np.int64), minlength=X.shape[0]).all():
