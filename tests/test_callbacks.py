@@ -211,3 +211,14 @@ def test_cli_progress_line_is_a_watcher():
     lines = stream.getvalue().splitlines()
     assert any("problems 6/6 [##########]" in line for line in lines)
     assert sum("problems " in line for line in lines) == 6
+
+
+def test_easy_pairs_solved_before_the_compiled_route_report_each_pair_once():
+    from sklearn.datasets import make_blobs
+
+    # four well-separated classes of 400 rows: every pair solved by SMO on its own rows (svm.EASY_STEPS)
+    X, y = make_blobs(1600, centers=4, n_features=5, cluster_std=1.0, random_state=3)
+    rec = Recorder()
+    maxmargin.SVC().set_callbacks(rec).fit(X, y)
+    assert sorted(p[-1][1] for p in rec.ends("pair")) == list(range(6))
+    assert rec.balanced()

@@ -298,3 +298,55 @@ def test_the_model_from_the_pairs_arrays_equals_the_one_from_their_fits(monkeypa
     fits = seen[-1]
     assert len(fits) == 15 and fits[3] is fits[3] and fits[-1] is fits[14]
     assert np.array_equal(fits[3].coef, fits.arrays["coef"][fits.arrays["pair"] == 3])
+
+
+def easy_or_hard(kind, n=1600, k=4):
+    """Four classes of 400 rows (pairs of 800, above ``EASY_MIN_ROWS``): well separated, two of them
+    overlapping, or labels at random (most rows support vectors: SMO takes more steps than ``EASY_STEPS`` a
+    row)."""
+    if kind == "easy":
+        return make_blobs(n, centers=k, n_features=5, cluster_std=1.0, random_state=3)
+    if kind == "mixed":  # classes 0 and 3 overlap: their pair is hard, the other five easy
+        return make_blobs(n, centers=[[0] * 5, [8] * 5, [-8] * 5, [0.3] * 5], cluster_std=1.0, random_state=3)
+    rng = np.random.default_rng(3)
+    return rng.normal(size=(n, 5)), np.repeat(np.arange(k), n // k)
+
+
+@pytest.mark.parametrize("kind", ["easy", "mixed", "hard"])
+def test_easy_pairs_are_solved_on_their_own_rows_and_agree_with_libsvm(spy, kind):
+    from maxmargin import svm
+
+    X, y = easy_or_hard(kind)
+    ours = SVC(decision_function_shape="ovo").fit(X, y)  # LIBSVM's defaults: tol 1e-3, gamma 'scale'
+    ref = SkSVC(decision_function_shape="ovo").fit(X, y)
+    steps = ours.n_iter_ / 800.0
+    if kind == "easy":  # no pair went to the compiled route
+        assert spy == [] and steps.max() < svm.EASY_STEPS
+    elif kind == "mixed":  # nor here: the hard pair's probe went on from where its budget stopped it
+        assert spy == [] and steps[2] > svm.EASY_STEPS
+    else:  # the probes mostly ran out of their budget: those pairs went to the compiled route
+        assert len(spy) == 1 and spy[0] >= 4 and np.median(steps) > svm.EASY_STEPS
+    # both stop at a maximal KKT violation of 1e-3 (LIBSVM's, not quite on the same path)
+    np.testing.assert_array_equal(ours.support_, ref.support_)
+    np.testing.assert_allclose(ours.dual_coef_, ref.dual_coef_, atol=2e-2)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=2e-3)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=2e-3)
+    assert np.mean(ours.predict(X) == ref.predict(X)) >= 0.999
+    # each pair's objective as the compiled route reaches it on the same pair
+    compiled = SVC()
+    compiled._easy_pairs = lambda *a: {}
+    compiled.fit(X, y)
+    np.testing.assert_allclose(ours.objective_, compiled.objective_, rtol=1e-4)
+
+
+def test_what_keeps_the_easy_pairs_on_the_compiled_route(spy, monkeypatch):
+    X, y = easy_or_hard("easy")
+    SVC(probability=True, random_state=0).fit(X, y)  # the compiled route's folds win
+    SVC(max_iter=10_000).fit(X, y)  # a step limit: the route of the pairs stays one
+    SVC(time_limit=60.0).fit(X, y)
+    SVC().fit(np.hstack([X] * 13), y)  # 65 features: the blocked kernel products pay sooner
+    assert spy == [6, 6, 6, 6]
+    SVC().fit(X[::3], y[::3])  # pairs of ~270 rows: per-pair costs outweigh the kernel values saved
+    assert spy[-1] == 6
+    SVC().fit(X, y)
+    assert len(spy) == 5
