@@ -366,6 +366,66 @@ def test_non_finite_kernel_values_raise_a_named_error(make):
         make().fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "kernel, params, scale, degree_overflow",
+    [
+        ("rbf", {}, 1.0, False),
+        ("linear", {}, 1e60, False),
+        ("sigmoid", {"gamma": 0.5, "coef0": -2.0}, 1e40, False),
+        ("poly", {"degree": 3, "coef0": 1.0}, 1e20, False),
+        ("poly", {"degree": 12, "coef0": 1.0}, 1e15, True),  # the argument is small, its 12th power is not
+    ],
+)
+def test_finite_kernel_bound_skips_only_what_cannot_overflow(kernel, params, scale, degree_overflow):
+    """The check of finite kernel values is skipped (svm._surely_finite) only where a bound from the data's
+    largest value proves every kernel value finite; past the bound the check runs and names the overflow."""
+    from maxmargin.kernels import make_kernel
+    from maxmargin.svm import _surely_finite, check_finite_kernel
+
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    kern = make_kernel(kernel, params.get("gamma", 0.3), params.get("degree", 3), params.get("coef0", 0.0))
+    assert _surely_finite(kern, X)  # ordinary data: no check needed
+    assert _surely_finite(kern, sp.csr_matrix(X)) == _surely_finite(kern, X)
+    big = X * scale * 1e110  # past the bound: the check itself decides
+    assert not _surely_finite(kern, big)
+    with np.errstate(all="ignore"):
+        K = kern(big, big)
+    if np.all(np.isfinite(K)):
+        check_finite_kernel(kern, big)  # finite after all: no error
+    else:
+        with pytest.raises(ValueError, match="non-finite kernel values"):
+            check_finite_kernel(kern, big)
+    if degree_overflow:
+        huge = X * scale
+        assert not _surely_finite(kern, huge)
+        with pytest.raises(ValueError, match="non-finite kernel values"):
+            check_finite_kernel(kern, huge)
+    assert not _surely_finite(make_kernel(lambda A, B: A @ B.T), X)  # a callable: always checked
+
+
+def test_pair_classes_are_libsvm_order_and_read_only():
+    from maxmargin.svm import _pair_signs, ovr_from_ovo, pair_classes
+
+    for k in (2, 3, 7):
+        pa, pb = pair_classes(k)
+        ra, rb = np.triu_indices(k, k=1)
+        np.testing.assert_array_equal(pa, ra)
+        np.testing.assert_array_equal(pb, rb)
+        assert pair_classes(k)[0] is pa  # kept
+        with pytest.raises(ValueError):
+            pa[0] = 5
+        dec = np.random.default_rng(k).normal(size=(4, pa.shape[0]))
+        conf = np.zeros((4, k))
+        for p, (a, b) in enumerate(zip(ra, rb)):
+            conf[:, a] += dec[:, p]
+            conf[:, b] -= dec[:, p]
+        np.testing.assert_allclose(np.asarray((_pair_signs(k) @ dec.T).T), conf)
+        votes = np.zeros((4, k))
+        for p, (a, b) in enumerate(zip(ra, rb)):
+            votes[np.arange(4), np.where(dec[:, p] >= 0, a, b)] += 1
+        np.testing.assert_allclose(ovr_from_ovo(dec, k), votes + conf / (3 * (np.abs(conf) + 1)))
+
+
 def test_non_finite_dual_coefficients_raise():
     from maxmargin.svm import check_finite_solution
 

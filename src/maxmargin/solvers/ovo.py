@@ -28,6 +28,7 @@ only the batches it runs.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -43,6 +44,9 @@ from .smo import compute_rho
 
 #: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
 BATCH_ENTRIES = 4_000_000
+#: pairs of at most this many Gram entries in all run without a BLAS thread limit (one small batch: BLAS
+#: stays on one thread for products that small anyway)
+SMALL_WORK = 1 << 18
 #: no SMO limit when max_iter is -1 (LIBSVM has none either)
 NO_LIMIT = 1 << 62
 
@@ -425,11 +429,13 @@ def solve_pairs(
         if on_batch is not None and on_batch(p0, p1) is False:
             halted.append(True)
 
-    with one_blas_thread():
-        why = _run_batches(classes, _batches(list(sizes_sq), BATCH_ENTRIES), workers, stop)
+    work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))
+    # BLAS on one thread beside ours; not worth its limit (~30 us) on work as small as iris'
+    small = int(work.sum()) <= SMALL_WORK
+    with contextlib.nullcontext() if small else one_blas_thread():
+        why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
         if why is None:
-            work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))
-            why = _run_batches(some_pairs, _batches(list(work), BATCH_ENTRIES), workers, stop)
+            why = _run_batches(some_pairs, _batches(work.tolist(), BATCH_ENTRIES), workers, stop)
     rows_flat = np.empty(int(aoff[-1]), dtype=np.int64)
     _pair_rows(order, cstart, pa, pb, aoff, False, rows_flat, np.empty(int(aoff[-1])))
     bounds = aoff.tolist()
