@@ -910,7 +910,7 @@ def _planned(monkeypatch, plan):
         monkeypatch.setattr(mod, "prefetch_plan", lambda ld: plan)
 
 
-STAGED_PLANS = [(2, 1, 0), (3, 2, 3), (1, 3, 5), (7, 3, 2), (40, 2, 40)]
+STAGED_PLANS = [(2, 1, 0), (0, 0, 0), (3, 2, 3), (1, 3, 5), (7, 3, 2), (40, 2, 40)]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -976,12 +976,15 @@ def test_staged_prefetch_async_matches_liblinear(monkeypatch, async_everywhere):
 
 
 def test_prefetch_plan_by_shape():
-    """Data that stay in cache: the plain scheme.  Large data: staged, with a longer distance for short rows, the
-    weight stage only when the weight vector is large, dense rows with their per-row arrays."""
+    """Data within a core's caches: no prefetch.  Data that stay in the shared cache: the plain scheme.  Large
+    data: staged, with a longer distance for short rows, the weight stage only when the weight vector is large,
+    dense rows with their per-row arrays."""
     from maxmargin.solvers._linear_common import PREFETCH_STAGED_BYTES, linear_data, prefetch_plan
 
     rng = np.random.default_rng(0)
-    assert prefetch_plan(linear_data(sp.random(1000, 50, 0.2, format="csr", random_state=0), 1.0)) == (2, 1, 0)
+    assert prefetch_plan(linear_data(sp.random(1000, 50, 0.2, format="csr", random_state=0), 1.0)) == (0, 0, 0)
+    assert prefetch_plan(linear_data(rng.normal(size=(2000, 100)), 1.0)) == (2, 1, 0)  # 1.6 MB
+    assert prefetch_plan(linear_data(sp.random(30000, 50, 0.2, format="csr", random_state=0), 1.0)) == (2, 1, 0)
 
     def hashed(n, d, k):
         cols = np.sort(rng.integers(0, d, size=(n, k)), axis=1)

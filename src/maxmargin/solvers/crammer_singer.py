@@ -121,7 +121,7 @@ def _epochs(
                 if s + 2 < n:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
                     prefetch_entries(index, s, 2, n, A, C, y, A, A)
-            else:
+            elif stages > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
                 prefetch_staged(index, s, n, ahead, stages, Xd, data, indices, indptr, dense, False, A)
                 prefetch_entries(index, s, entries, n, A, C, y, A, A)
             Ai = A[i]

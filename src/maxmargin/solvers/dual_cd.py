@@ -138,7 +138,7 @@ def _svc_epochs(
                 if s + 2 < active:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
                     prefetch_entries(index, s, 2, active, y, alpha, diag, upper, QD)
-            else:
+            elif stages > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                 prefetch_entries(index, s, entries, active, y, alpha, diag, upper, QD)
             yi = y[i]
@@ -412,7 +412,7 @@ def _svc_async_epochs(
                     if q + 2 < act:
                         prefetch_row(index[lo + q + 2], Xd, data, indices, indptr, dense)
                         prefetch_entries(index, lo + q, 2, lo + act, y, alpha, diag, upper, QD)
-                else:
+                elif stages > 1:
                     prefetch_staged(index, lo + q, lo + act, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                     prefetch_entries(index, lo + q, entries, lo + act, y, alpha, diag, upper, QD)
                 yi = y[i]
@@ -551,7 +551,7 @@ def _svr_epochs(
                 if s + 2 < active:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
                     prefetch_entries(index, s, 2, active, y, beta, lam, upper, QD)
-            else:
+            elif stages > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                 prefetch_entries(index, s, entries, active, y, beta, lam, upper, QD)
             b = beta[i]
