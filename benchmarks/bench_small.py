@@ -5,8 +5,9 @@ scikit-learn (LIBSVM) on the same data, in one run.
     python benchmarks/bench_small.py --repeat 9 --only breast-raw
 
 The shapes: the data sets scikit-learn ships (iris, wine, breast cancer standardised and raw, digits,
-diabetes) and two generated with a fixed seed (``make_classification`` 3000 x 20 with 10% flipped labels;
-``make_regression`` 3000 x 20).  Raw breast cancer under a linear kernel is ill-conditioned (features up
+diabetes) and some generated with a fixed seed (``make_classification`` 3000 x 20 with 10% flipped labels,
+2000 x 50 and 2000 x 300 dense for LinearSVC; ``make_regression`` 3000 x 20, and 2000 x 10 for LinearSVR).
+Raw breast cancer under a linear kernel is ill-conditioned (features up
 to ~4000): millions of SMO steps over 569 rows, where the cost of one step decides the time; small sets
 (iris: a 1-2 ms fit) show the fixed cost of a fit.  Every fit runs in this process after one untimed fit
 (compilation); the table gives medians, SMO iterations (summed over one-vs-one problems), the agreement of
@@ -35,6 +36,7 @@ def _sets():
     out = {}
     X, y = datasets.load_iris(return_X_y=True)
     out["iris"] = (StandardScaler().fit_transform(X), y)
+    out["iris-reg"] = (out["iris"][0][:, :3], out["iris"][0][:, 3])  # petal width from the other three
     X, y = datasets.load_wine(return_X_y=True)
     out["wine"] = (StandardScaler().fit_transform(X), y)
     X, y = datasets.load_breast_cancer(return_X_y=True)
@@ -48,6 +50,14 @@ def _sets():
     out["diabetes"] = (StandardScaler().fit_transform(X), (y - y.mean()) / y.std())
     X, y = datasets.make_regression(3000, 20, noise=10.0, random_state=0)
     out["reg3000"] = (X, y / y.std())
+    X, y = datasets.make_regression(2000, 10, noise=10.0, random_state=0)
+    out["reg2000x10"] = (X, y / y.std())
+    X, y = datasets.make_classification(2000, 50, n_informative=8, n_clusters_per_class=1, flip_y=0.1, random_state=0)
+    out["mc2000x50"] = (X, y)
+    X, y = datasets.make_classification(
+        2000, 300, n_informative=20, n_clusters_per_class=1, flip_y=0.05, random_state=0
+    )
+    out["mc2000x300"] = (X, y)
     return out
 
 
@@ -72,6 +82,13 @@ CASES = [
     ("reg3000", "SVR", {"C": 10.0}),
     ("reg3000", "SVR", {"kernel": "linear", "epsilon": 0.05}),
     ("reg3000", "NuSVR", {"C": 10.0}),
+    # session 18: multi-class NuSVC and the linear estimators on small and dense data
+    ("wine", "NuSVC", {}),
+    ("iris", "LinearSVC", {"random_state": 0}),
+    ("iris-reg", "LinearSVR", {"random_state": 0}),
+    ("reg2000x10", "LinearSVR", {"random_state": 0}),
+    ("mc2000x50", "LinearSVC", {"loss": "hinge", "random_state": 0}),
+    ("mc2000x300", "LinearSVC", {"dual": True, "random_state": 0}),
 ]
 
 
@@ -110,7 +127,7 @@ def main(argv=None):
         t_mm, m_mm = _time(lambda: getattr(mm, est)(**params), X, y_fit, args.repeat)
         t_sk, m_sk = _time(lambda: getattr(sk, est)(**params), X, y_fit, args.repeat)
         p_mm, p_sk = m_mm.predict(X), m_sk.predict(X)
-        if est in ("SVR", "NuSVR"):
+        if est in ("SVR", "NuSVR", "LinearSVR"):
             agree = 100.0 * float(np.mean(np.abs(p_mm - p_sk) <= 1e-2 * (1 + np.abs(p_sk))))
         else:
             agree = 100.0 * float(np.mean(p_mm == p_sk))
