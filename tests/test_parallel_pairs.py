@@ -6,7 +6,7 @@ from sklearn.datasets import make_blobs
 
 from maxmargin import SVC, NuSVC
 from maxmargin._jit import parallel_and_serial
-from maxmargin.svm import BaseSVMClassifier
+from maxmargin.svm import THREADS_MIN_ROWS, BaseSVMClassifier
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def test_threads_give_the_sequential_model(monkeypatch, four_classes, make):
     X, y = four_classes
     calls = _spy(monkeypatch)
     threaded = make().fit(X, y)
-    if BaseSVMClassifier._pair_workers.__get__(threaded)([(np.arange(3), None)] * 2, None) < 2:
+    if BaseSVMClassifier._pair_workers.__get__(threaded)([(np.arange(THREADS_MIN_ROWS), None)] * 2, None) < 2:
         pytest.skip("one core: pairs are never threaded")
     assert calls, "the threaded path was not taken"
     monkeypatch.setattr(BaseSVMClassifier, "_pair_workers", lambda self, members, warm, X=None: 1)
@@ -55,6 +55,7 @@ def test_what_keeps_pairs_sequential(monkeypatch, four_classes):
     SVC(solver="qp").fit(X[:120], y[:120])  # only SMO pairs are threaded
     SVC(kernel="linear", solver="primal-qp").fit(X[:120], y[:120])
     SVC(warm_start=True).fit(X, y)  # the warm-start row pool is per thread
+    NuSVC(nu=0.3).fit(X[:200], y[:200])  # pairs of too few rows in all (THREADS_MIN_ROWS) for a thread pool
     assert calls == []
     SVC().fit(X, y)
     assert len(calls) == 1
@@ -112,7 +113,7 @@ def test_ctrl_c_stops_threaded_pairs_between_chunks(monkeypatch):
         return fit
 
     monkeypatch.setattr(SVC, "_fit_pair", counting)
-    if BaseSVMClassifier._pair_workers.__get__(SVC())([(np.arange(3), None)] * 2, None) < 2:
+    if BaseSVMClassifier._pair_workers.__get__(SVC())([(np.arange(THREADS_MIN_ROWS), None)] * 2, None) < 2:
         pytest.skip("one core: pairs are never threaded")
     timer = _interrupt_after(0.3)
     with pytest.raises(KeyboardInterrupt):
