@@ -668,7 +668,11 @@ def test_warm_start_svr():
     assert _rel(warm.objective_[0], cold.objective_[0]) < 1e-4 and warm.n_iter_ < cold.n_iter_
 
 
-def test_float32_stays_and_threads_agree():
+def test_float32_stays_and_threads_agree(monkeypatch):
+    from maxmargin import linear
+
+    monkeypatch.setattr(linear, "THREADS_MIN_WORK", 0)  # threads even for problems this small
+    assert LinearSVC(n_jobs=2)._threads(4, 300) == 2
     X, y = _data(4, n=300, seed=6)
     X32 = X.astype(np.float32)
     a = LinearSVC(tol=1e-6, max_iter=10**5, dual=True, n_jobs=1, random_state=0).fit(X32, y)
@@ -677,6 +681,8 @@ def test_float32_stays_and_threads_agree():
     c = LinearSVC(tol=1e-6, max_iter=10**5, dual=True).fit(X, y)
     np.testing.assert_allclose(a.objective_, c.objective_, rtol=1e-4)
     assert a.margin_.shape == (4,) and np.all(a.margin_ > 0)
+    monkeypatch.undo()
+    assert LinearSVC(n_jobs=2)._threads(4, 300) == 1  # small problems one after the other (THREADS_MIN_WORK)
 
 
 # --------------------------------------------------------------------------- model files
