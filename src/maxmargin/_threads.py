@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 _CONTROLLER = []
 
@@ -45,6 +46,29 @@ def blas_threads(n):
         return contextlib.nullcontext()
 
 
+#: the open :func:`one_blas_thread` blocks of the process and the limit the first of them set
+_ONE = {"depth": 0, "limit": None}
+_ONE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
 def one_blas_thread():
-    """A context in which BLAS runs on one thread (a no-op where threadpoolctl fails)."""
-    return blas_threads(1)
+    """A context in which BLAS runs on one thread (a no-op where threadpoolctl fails).
+
+    BLAS's thread count is one setting for the whole process, so the blocks open at a time (nested, or on the
+    threads of one fit) share one limit: the first block to open sets it, the last to close lifts it.  Setting
+    and lifting cost ~50 us together, which every one-vs-one pair paid again inside its fit's block (190 pairs:
+    10 ms of a 90 ms fit)."""
+    with _ONE_LOCK:
+        if _ONE["depth"] == 0:
+            _ONE["limit"] = blas_threads(1)
+            _ONE["limit"].__enter__()
+        _ONE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _ONE_LOCK:
+            _ONE["depth"] -= 1
+            if _ONE["depth"] == 0:
+                limit, _ONE["limit"] = _ONE["limit"], None
+                limit.__exit__(None, None, None)

@@ -431,8 +431,10 @@ THREADS_MIN_ROWS = 800
 EASY_STEPS = 0.2
 #: ... tried on a spread sample of this many pairs first ...
 EASY_PROBES = 8
-#: ... where the pairs hold at least this many rows on average ...
-EASY_MIN_ROWS = 500
+#: ... where the pairs hold at least this many rows on average (below it a pair's fixed cost in Python, ~0.25 ms,
+#: outweighs the kernel values saved; blobs of 20 classes, easy / compiled route, ``/tmp/s19/easy2.py``: pairs of
+#: 500 rows 1.15-1.77, 600 1.21-1.57, 700 1.01, 800 0.88-1.17, 1,000 0.89) ...
+EASY_MIN_ROWS = 800
 #: ... and the rows at most this many stored values (features of dense rows)
 EASY_MAX_VALUES = 64
 

@@ -65,9 +65,15 @@ def densify_if_cheap(A):
     return A
 
 
-#: Dense products with at most this many features use a compiled loop instead of
-#: BLAS: OpenBLAS runs such thin products at a small fraction of its speed.
-SMALL_D = 32
+#: Dense products with at most this many features use a compiled loop instead of BLAS, where the other
+#: operand has at least :data:`SMALL_DOT_MIN_COLS` rows (one feature: 128).  OpenBLAS 0.3.31 (one thread /
+#: every core, compiled loop's time over BLAS's, ``/tmp/s19/sd3.py``): 1 feature 0.3-0.7 from 128 columns;
+#: 2-4 features 0.56-0.9 from 512 columns but 1.0-5.8 at 128-256; 5-8 features 0.7-1.8, and at 26 columns
+#: 7-19x slower for any width up to 32 (the loop's cost per row).  Session 19 found the old bound (32
+#: features, any number of columns) losing: a 500 x 26 block took 140 us instead of 16 us.
+SMALL_D = 4
+#: see :data:`SMALL_D`
+SMALL_DOT_MIN_COLS = 512
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
@@ -133,7 +139,8 @@ def _dot(X, Z):
     if sp.issparse(X) or sp.issparse(Z):
         out = X @ Z.T
         return out.toarray() if sp.issparse(out) else np.asarray(out)
-    if X.shape[1] <= SMALL_D and X.shape[0] * Z.shape[0] >= 4096:
+    d, m = X.shape[1], Z.shape[0]
+    if d <= SMALL_D and m >= (128 if d <= 1 else SMALL_DOT_MIN_COLS) and X.shape[0] * m >= 4096:
         return small_dot(X, Z)
     return X @ Z.T
 
