@@ -179,6 +179,54 @@ def test_transform_is_the_formula(code):
     np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("code", [0, 1, 2, 3])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 1), (301, 26), (3, 2047), (2, 2049), (130, 40)])
+def test_transform_in_chunks_of_rows_is_the_formula_on_any_shape(code, shape, monkeypatch):
+    """Chunks of whole rows (RBF's exponential over a chunk at once): one-column blocks, chunks that end
+    inside the block, rows longer than a chunk."""
+    rng = np.random.default_rng(2)
+    D = rng.normal(size=shape)
+    sa, sb = rng.random(shape[0]) * 5 + 3, rng.random(shape[1]) * 5 + 3
+    params = (0.7, 0.25, 3.0)
+    expect = formulas.transform_rows(D[:1].copy(), code, params, sa[:1], sb)  # one row: one chunk
+    g, c0, deg = params
+    naive = {
+        0: D,
+        1: (g * D + c0) ** deg,
+        2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
+        3: np.tanh(g * D + c0),
+    }[code]
+    for parallel in (False, True):
+        monkeypatch.setattr(formulas, "PARALLEL_MIN_ENTRIES", 0 if parallel else formulas.PARALLEL_MIN_ENTRIES)
+        got = formulas.transform_rows(D.copy(), code, params, sa, sb, parallel=parallel)
+        np.testing.assert_allclose(got, naive, rtol=1e-13, atol=1e-15)
+        np.testing.assert_array_equal(got[:1], expect)
+
+
+@pytest.mark.parametrize("d", [1, 3, 4, 5, 8, 32])
+@pytest.mark.parametrize("m", [26, 200, 600])
+def test_thin_dense_products_take_either_route_to_the_same_values(d, m):
+    """The compiled loop (1-4 features against many columns) or BLAS: the same products."""
+    from maxmargin.kernels import objects
+
+    rng = np.random.default_rng(d * 1000 + m)
+    X, Z = rng.normal(size=(300, d)), rng.normal(size=(m, d))
+    np.testing.assert_allclose(objects._dot(X, Z), X @ Z.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(objects.small_dot(X, Z), X @ Z.T, rtol=1e-12, atol=1e-12)
+
+
+def test_thin_dense_products_go_to_the_compiled_loop_only_where_it_wins(monkeypatch):
+    from maxmargin.kernels import objects
+
+    called = []
+    real = objects.small_dot
+    monkeypatch.setattr(objects, "small_dot", lambda X, Z: called.append((X.shape[1], Z.shape[0])) or real(X, Z))
+    rng = np.random.default_rng(0)
+    for d, m in [(1, 200), (3, 600), (4, 512), (3, 300), (5, 600), (8, 2000), (2, 26)]:
+        objects._dot(rng.normal(size=(300, d)), rng.normal(size=(m, d)))
+    assert called == [(1, 200), (3, 600), (4, 512)]
+
+
 def test_unknown_kernel_codes_are_errors_not_another_formula():
     with pytest.raises(ValueError, match="unknown kernel code 7"):
         formulas.transform_rows(np.ones((2, 2)), 7, (1.0, 0.0, 3.0))

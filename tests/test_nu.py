@@ -289,3 +289,66 @@ def test_nu_svc_on_tiny_kernel_values_does_not_divide_by_zero():
     clf = NuSVC(nu=0.1, kernel="linear").fit(X, [0, 1])
     assert np.all(np.isfinite(clf.objective_))
     np.testing.assert_array_equal(clf.predict(X), [0, 1])
+
+
+@pytest.mark.parametrize("kind", ["nu-svc", "nu-svc-sparse", "nu-svr"])
+def test_starting_gradient_by_kernel_rows_equals_blocks_and_q(rng, kind):
+    """Small starts take kernel rows through the row cache (smo.INIT_ROWS_MAX_VALUES), larger ones kernel
+    blocks: both give G = Q alpha + p and Gbar (the bounded multipliers' part) of the problem's own Q."""
+    from maxmargin.kernels.rowcache import RowCache, kernel_data
+
+    if kind == "nu-svr":
+        X = rng.normal(size=(60, 3))
+        prob = nu_svr_problem(X, make_kernel("rbf", gamma=0.5), X @ np.array([1.0, -2.0, 0.5]), 2.0, 0.37)
+    else:
+        X, y = _class_data(rng, n=80, sparse=kind.endswith("sparse"))
+        prob = nu_svc_problem(X, make_kernel("rbf", gamma=0.5), y, 0.6, rng.uniform(0.5, 2.0, size=80))
+    alpha, U = smo.initial_alpha(prob), np.asarray(prob.upper, dtype=np.float64)
+    if kind == "nu-svr":  # its start cancels on every data row (alpha = alpha*): any point of the box will do
+        alpha = np.where(rng.random(U.shape[0]) < 0.3, U, rng.uniform(0.0, 1.0, U.shape[0]) * U)
+    assert np.any(alpha >= U) and np.any((alpha > 0) & (alpha < U))  # both sums have terms
+    args = (prob, alpha, prob.y, prob.p, U, prob.shift, np.asarray(prob.index, dtype=np.int64))
+    kd, cache = kernel_data(prob.X, prob.kernel), RowCache(prob.X.shape[0], 1.0)
+    G_rows, Gbar_rows = smo.init_gradient(*args, cache, kd)
+    assert cache.counters[3] > 0  # the rows were computed into the cache
+    G_blocks, Gbar_blocks = smo.init_gradient(*args)
+    Q = prob.q_matrix()
+    np.testing.assert_allclose(G_rows, Q @ alpha + prob.p, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(G_rows, G_blocks, rtol=1e-12, atol=1e-12)
+    bounded = np.where(alpha >= U, U, 0.0)
+    np.testing.assert_allclose(Gbar_rows, Q @ bounded, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Gbar_rows, Gbar_blocks, rtol=1e-12, atol=1e-12)
+
+
+def _rho_nu_reference(y, G, alpha, U):
+    """LIBSVM's Solver_NU::calculate_rho in NumPy (the compiled smo.compute_rho_nu's reference)."""
+    rs = []
+    for c in (1.0, -1.0):
+        cls = y == c
+        up, low = cls & (alpha >= U), cls & (alpha <= 0)
+        free = cls & ~up & ~low
+        if free.any():
+            rs.append(G[free].mean())
+            continue
+        ub = G[low].min() if low.any() else np.inf
+        lb = G[up].max() if up.any() else -np.inf
+        rs.append((ub + lb) / 2 if np.isfinite(ub) and np.isfinite(lb) else (ub if np.isfinite(ub) else lb))
+    return (rs[0] - rs[1]) / 2, (rs[0] + rs[1]) / 2
+
+
+@pytest.mark.parametrize("case", ["free", "bounded", "one-side", "zero-bound"])
+def test_compute_rho_nu_is_libsvms_rule(rng, case):
+    n = 40
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    U = rng.uniform(0.5, 2.0, size=n)
+    G = rng.normal(size=n)
+    alpha = rng.uniform(0.0, 1.0, size=n) * U
+    if case != "free":  # no free multiplier: the middle of the bounded ones' interval
+        alpha = np.where(rng.random(n) < 0.5, U, 0.0)
+    if case == "one-side":  # class +1 all at zero: the end of the interval that exists
+        alpha[y > 0] = 0.0
+    if case == "zero-bound":  # U = 0: at both bounds at once (LIBSVM counts it on both sides)
+        U[:6] = 0.0
+        alpha[:6] = 0.0
+    got = smo.compute_rho_nu(y, G, alpha, U)
+    np.testing.assert_allclose(got, _rho_nu_reference(y, G, alpha, U), rtol=1e-13, atol=1e-15)

@@ -1,5 +1,6 @@
 """maxmargin.SVC and the SMO solver against independent references."""
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -461,3 +462,52 @@ def test_zero_decision_value_ties_follow_scikit_learn(X, y, kw):
     ours, ref = SVC(**kw).fit(X, y), SkSVC(**kw).fit(X, y)
     np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
     np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-12)
+
+
+def test_one_blas_thread_blocks_share_one_limit_across_nesting_and_threads(monkeypatch):
+    """The first block to open sets BLAS's limit, the last to close lifts it (one setting per process):
+    nested blocks and blocks on the threads of one fit neither set it again nor lift it early."""
+    import threading
+
+    from maxmargin import _threads
+
+    events = []
+
+    class Limit:
+        def __enter__(self):
+            events.append("set")
+
+        def __exit__(self, *exc):
+            events.append("lifted")
+
+    monkeypatch.setattr(_threads, "blas_threads", lambda n: Limit())
+    with _threads.one_blas_thread():
+        with _threads.one_blas_thread():
+            pass
+        assert events == ["set"]
+    assert events == ["set", "lifted"]
+    inside, release = threading.Event(), threading.Event()
+
+    def worker():
+        with _threads.one_blas_thread():
+            inside.set()
+            release.wait(10)
+
+    t = threading.Thread(target=worker)
+    with _threads.one_blas_thread():
+        t.start()
+        inside.wait(10)
+    assert events == ["set", "lifted", "set"]  # the worker's block still open: not lifted at the first's end
+    release.set()
+    t.join(10)
+    assert events == ["set", "lifted", "set", "lifted"] and _threads._ONE["depth"] == 0
+
+
+def test_small_smo_problems_set_no_blas_limit():
+    rng = np.random.default_rng(0)
+    kern = make_kernel("rbf", gamma=0.5)
+    small = csvc_problem(rng.normal(size=(100, 13)), kern, np.where(rng.random(100) < 0.5, 1.0, -1.0), 1.0)
+    larger = csvc_problem(rng.normal(size=(2000, 13)), kern, np.where(rng.random(2000) < 0.5, 1.0, -1.0), 1.0)
+    assert 100 * 100 * 13 < smo.NO_LIMIT_MAX_WORK < 2000 * 2000 * 13
+    assert isinstance(smo._blas_limit(small), contextlib.nullcontext)
+    assert not isinstance(smo._blas_limit(larger), contextlib.nullcontext)

@@ -475,7 +475,10 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             coef = (coef[1] - coef[0]).reshape(1, -1)
             if intercept is not None:
                 intercept = np.array([intercept[1] - intercept[0]])
-        self.coef_ = np.ascontiguousarray(coef)
+        # Fortran order, as scikit-learn's: its decision function takes X @ coef_.T, which for CSR rows wants
+        # coef_.T in C order (else a copy on every call: 24 MB, ~10% of predicting 20,000 rows, for 100
+        # classes of 30,000 features)
+        self.coef_ = np.asfortranarray(coef)
         self.intercept_ = intercept if intercept is not None else 0.0
         return self
 

@@ -128,8 +128,10 @@ def greedy_fill(upper, total):
     """LIBSVM's feasible start: fill the variables in order up to their bounds until
     their sum reaches ``total`` (the first ones at ``upper``, one fractional, the rest 0)."""
     upper = np.asarray(upper, dtype=np.float64)
-    before = np.concatenate([[0.0], np.cumsum(upper)[:-1]])
-    return np.clip(total - before, 0.0, upper)
+    before = np.zeros(upper.shape[0])
+    if upper.shape[0] > 1:
+        np.cumsum(upper[:-1], out=before[1:])
+    return np.minimum(np.maximum(total - before, 0.0), upper)
 
 
 def svr_problem(X, kernel, z, C, epsilon, index=None):

@@ -837,7 +837,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         fits = [None] * n_pairs
         for p_no in big:
             fits[p_no] = one(p_no, float(self.cache_size))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as pool:  # our threads cover the cores
             futures = {pool.submit(one, p, float(self.cache_size) / workers): p for p in small}
             try:
                 for f in as_completed(futures):

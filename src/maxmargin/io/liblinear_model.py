@@ -128,7 +128,7 @@ def load_liblinear_model(path):
             if number == 4 and nr_class == 2:
                 coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
         est.classes_ = classes
-        est.coef_ = np.ascontiguousarray(coef)
+        est.coef_ = np.asfortranarray(coef)  # as LinearSVC.fit leaves it
         est.intercept_ = intercept.copy() if fit_intercept else 0.0
     rows = np.atleast_2d(est.coef_)
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
