@@ -290,8 +290,10 @@ def test_probabilities_both_ways(tmp_path, svmutil, multiclass, monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(
                 probability,
-                "pairwise_coupling",
-                lambda R: np.vstack([probability._coupling_iterative(R[i : i + 1]) for i in range(R.shape[0])]),
+                "_couple",
+                lambda dec, A, B, k: np.vstack(
+                    [probability._coupling_iterative(probability.pairwise_matrix(d[None], A, B, k)) for d in dec]
+                ),
             )
             np.testing.assert_allclose(np.asarray(prob_back), clf.predict_proba(Xd), atol=1e-9)
 

@@ -80,6 +80,34 @@ def test_pairwise_coupling_solves_method_two():
     assert np.allclose(pairwise_coupling(Rc), p, atol=1e-10)
 
 
+@pytest.mark.parametrize("k,n", [(3, 7), (7, 300), (20, 40)])
+def test_compiled_coupling_row_by_row_is_the_batched_system(k, n, monkeypatch):
+    """probabilities_from_ovo couples row by row in compiled code (Gaussian elimination); the same numbers as
+    pairwise_coupling's batched NumPy solve, serial and parallel; a row it cannot solve goes to the iteration."""
+    from maxmargin import probability
+
+    rng = np.random.default_rng(k)
+    n_pairs = k * (k - 1) // 2
+    dec = rng.normal(size=(n, n_pairs)) * 3
+    A, B = -rng.uniform(0.5, 3.0, n_pairs), rng.normal(size=n_pairs) * 0.2
+    ref = pairwise_coupling(probability.pairwise_matrix(dec, A, B, k))
+    for parallel_min in (0, 1 << 62):
+        monkeypatch.setattr(probability, "COUPLING_PARALLEL_MIN", parallel_min)
+        np.testing.assert_allclose(probabilities_from_ovo(dec, A, B), ref, rtol=1e-11, atol=1e-14)
+    real = probability._coupled_rows_ser
+
+    def second_row_fails(dec, A, B, pa, pb, k, out, bad):
+        real(dec, A, B, pa, pb, k, out, bad)
+        out[1] = np.nan
+        bad[1] = True
+
+    monkeypatch.setattr(probability, "_coupled_rows_ser", second_row_fails)
+    got = probabilities_from_ovo(dec, A, B)
+    iterated = _coupling_iterative(probability.pairwise_matrix(dec[1:2], A, B, k))
+    np.testing.assert_allclose(got[1], iterated[0] / iterated[0].sum(), rtol=1e-12)
+    np.testing.assert_allclose(got[[0] + list(range(2, n))], ref[[0] + list(range(2, n))], rtol=1e-11, atol=1e-14)
+
+
 def test_two_classes_is_the_sigmoid():
     dec = np.linspace(-3, 3, 7)[:, None]
     P = probabilities_from_ovo(dec, np.array([-2.0]), np.array([0.3]))

@@ -84,8 +84,9 @@ import dataclasses
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 
+from ._jit import parallel_and_serial
 from .kernels import PRECOMPUTED
 from .kernels.engine import KernelRows, decide, held_times, kernel_times, postings_per_value
 from .kernels.rowcache import KernelRowPool, RowCache, gram_data, kernel_data
@@ -280,23 +281,109 @@ def pairwise_coupling(R):
     return p / p.sum(axis=1, keepdims=True)
 
 
+def _coupled_rows_py(dec, A, B, pa, pb, k, out, bad):
+    """Per row of ``dec`` (n, n_pairs): the pairwise probabilities :math:`r_{ab}` (:func:`sigmoid_predict`,
+    clipped to [MIN_PROB, 1 - MIN_PROB]) and method 2 of Wu, Lin & Weng as :func:`pairwise_coupling` poses
+    it, the (k + 1) x (k + 1) system solved by Gaussian elimination with partial pivoting; ``bad[i]`` where
+    a pivot vanished or the solution is not finite or has an entry below -1e-8 (those rows go to the iterative
+    method).  ``out`` (n, k)."""
+    n, n_pairs = dec.shape
+    m = k + 1
+    for i in prange(n):
+        M = np.zeros((m, m + 1))  # the system and its right-hand side (last column)
+        for q in range(n_pairs):
+            u = dec[i, q] * A[q] + B[q]
+            e = np.exp(-abs(u))
+            r = e / (1.0 + e) if u >= 0 else 1.0 / (1.0 + e)
+            r = min(max(r, MIN_PROB), 1.0 - MIN_PROB)
+            a, b = pa[q], pb[q]
+            M[a, b] = -(1.0 - r) * r
+            M[b, a] = -r * (1.0 - r)
+            M[a, a] += (1.0 - r) * (1.0 - r)
+            M[b, b] += r * r
+        for a in range(k):
+            M[a, k] = 1.0
+            M[k, a] = 1.0
+        M[k, m] = 1.0
+        singular = False
+        for c in range(m):
+            piv = c
+            for t in range(c + 1, m):
+                if abs(M[t, c]) > abs(M[piv, c]):
+                    piv = t
+            if M[piv, c] == 0.0:
+                singular = True
+                break
+            if piv != c:
+                for j in range(c, m + 1):
+                    M[c, j], M[piv, j] = M[piv, j], M[c, j]
+            for t in range(c + 1, m):
+                f = M[t, c] / M[c, c]
+                if f != 0.0:
+                    for j in range(c, m + 1):
+                        M[t, j] -= f * M[c, j]
+        if singular:
+            bad[i] = True
+            continue
+        x = np.zeros(m)
+        for c in range(m - 1, -1, -1):
+            v = M[c, m]
+            for j in range(c + 1, m):
+                v -= M[c, j] * x[j]
+            x[c] = v / M[c, c]
+        for a in range(k):
+            out[i, a] = x[a]
+            if not np.isfinite(x[a]) or x[a] < -1e-8:
+                bad[i] = True
+
+
+_coupled_rows_par, _coupled_rows_ser = parallel_and_serial(_coupled_rows_py)
+
+#: rows x pairs from which :func:`probabilities_from_ovo` couples the rows on every core
+COUPLING_PARALLEL_MIN = 1 << 16
+
+
 def probabilities_from_ovo(dec, probA, probB):
     """Class probabilities from one-vs-one decision values ``dec`` (n, n_pairs),
-    each positive for the first class of its pair (pairs in the order (0,1), (0,2), ...)."""
-    dec = np.asarray(dec, dtype=np.float64)
+    each positive for the first class of its pair (pairs in the order (0,1), (0,2), ...).
+
+    Row by row in compiled code (:func:`_coupled_rows_py`, the system of :func:`pairwise_coupling`): with
+    (n, k, k) arrays in NumPy, 50 classes and 3,000 rows took 0.6-0.9 s, most of it temporaries."""
+    dec = np.ascontiguousarray(dec, dtype=np.float64)
     n, n_pairs = dec.shape
     k = int(round((1 + np.sqrt(1 + 8 * n_pairs)) / 2))
-    r = np.clip(sigmoid_predict(dec, np.asarray(probA)[None, :], np.asarray(probB)[None, :]), MIN_PROB, 1 - MIN_PROB)
+    A = np.ascontiguousarray(np.broadcast_to(np.asarray(probA, dtype=np.float64), (n_pairs,)))
+    B = np.ascontiguousarray(np.broadcast_to(np.asarray(probB, dtype=np.float64), (n_pairs,)))
     if k == 2:
+        r = np.clip(sigmoid_predict(dec, A[None, :], B[None, :]), MIN_PROB, 1 - MIN_PROB)
         return np.column_stack([r[:, 0], 1.0 - r[:, 0]])
-    R = np.full((n, k, k), 0.5)
-    q = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            R[:, a, b] = r[:, q]
-            R[:, b, a] = 1.0 - r[:, q]
-            q += 1
-    return pairwise_coupling(R)
+    p = _couple(dec, A, B, k)
+    p = np.clip(p, 0.0, None)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def pairwise_matrix(dec, A, B, k):
+    """``R`` (n, k, k) of :func:`pairwise_coupling` from one-vs-one decision values and the pairs' sigmoids:
+    ``R[:, a, b]`` = :math:`r_{ab}` for a != b, 0.5 on the diagonal."""
+    pa, pb = np.triu_indices(k, k=1)
+    r = np.clip(sigmoid_predict(dec, A[None, :], B[None, :]), MIN_PROB, 1 - MIN_PROB)
+    R = np.full((r.shape[0], k, k), 0.5)
+    R[:, pa, pb] = r
+    R[:, pb, pa] = 1.0 - r
+    return R
+
+
+def _couple(dec, A, B, k):
+    """Unnormalised class probabilities of each row (:func:`_coupled_rows_py`; its bad rows by the iteration)."""
+    n, n_pairs = dec.shape
+    pa, pb = np.triu_indices(k, k=1)
+    p = np.empty((n, k))
+    bad = np.zeros(n, dtype=np.bool_)
+    fn = _coupled_rows_par if n * n_pairs >= COUPLING_PARALLEL_MIN else _coupled_rows_ser
+    fn(dec, A, B, pa.astype(np.int64), pb.astype(np.int64), k, p, bad)
+    if bad.any():
+        p[bad] = _coupling_iterative(pairwise_matrix(dec[bad], A, B, k))
+    return p
 
 
 # ------------------------------------------------------------------ cross-validation
