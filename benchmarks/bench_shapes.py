@@ -8,7 +8,7 @@ Each case is data made here with a fixed seed and one estimator setting users re
 sets do not exercise: a large RBF gamma (the corner of every grid search, where most kernel values underflow),
 a small one with a large C, class and sample weights, float32 and Fortran-ordered input, a precomputed Gram
 matrix, the sigmoid and a degree-4 polynomial kernel, 50 classes, 8 and 20 classes easy to separate (few
-support vectors) and 8 overlapping ones, rows repeated ten times, binary sparse rows
+support vectors), 20 small classes (SVC and NuSVC) and 8 overlapping ones, rows repeated ten times, binary sparse rows
 as CSR, CSC and integers, regression on sparse rows and with targets in the thousands, one-class on 20,000
 rows, wide dense data with far fewer rows than features (gene-expression shape, n << d), and the latency of
 ``predict`` on one row.  Every fit runs once untimed (compilation), then ``--repeat`` times; the table gives
@@ -73,6 +73,9 @@ def _cases():
     case("classes", "8 overlapping classes, 6,000 x 20", "SVC", {}, Xe, ye)
     Xe, ye = make_blobs(10000, 10, centers=20, cluster_std=2.0, random_state=1)
     case("classes", "20 well-separated classes, 10,000 x 10", "SVC", {}, Xe, ye)
+    Xe, ye = make_blobs(5000, 8, centers=20, cluster_std=2.5, random_state=7)
+    case("classes", "20 classes of 250 rows (pairs of 500), 5,000 x 8", "SVC", {}, Xe, ye)
+    case("classes", "the same, NuSVC nu=0.05", "NuSVC", {"nu": 0.05}, Xe, ye)
     Xd, yd = _classification(500, 10, flip_y=0.1)
     case("classes", "rows repeated 10 times", "SVC", {}, np.repeat(Xd, 10, axis=0), np.repeat(yd, 10))
     rng = np.random.default_rng(3)
