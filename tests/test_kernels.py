@@ -162,6 +162,17 @@ def test_gram_blocks_and_rows_read_the_matrix():
     assert decide(G, kern) == "gram"
 
 
+def _naive_transform(code, D, sa, sb, params):
+    """Kernel values from dot products ``D`` (squared norms ``sa``, ``sb`` of the two sides) by the formulas."""
+    g, c0, deg = params
+    return {
+        0: D,
+        1: (g * D + c0) ** deg,
+        2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
+        3: np.tanh(g * D + c0),
+    }[code]
+
+
 @pytest.mark.parametrize("code", [0, 1, 2, 3])
 def test_transform_is_the_formula(code):
     rng = np.random.default_rng(1)
@@ -169,14 +180,7 @@ def test_transform_is_the_formula(code):
     sa, sb = rng.random(3) * 5 + 3, rng.random(50) * 5 + 3
     params = (0.7, 0.25, 3.0)
     got = formulas.transform_rows(D.copy(), code, params, sa, sb)
-    g, c0, deg = params
-    expect = {
-        0: D,
-        1: (g * D + c0) ** deg,
-        2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
-        3: np.tanh(g * D + c0),
-    }[code]
-    np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(got, _naive_transform(code, D, sa, sb, params), rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("code", [0, 1, 2, 3])
@@ -189,13 +193,7 @@ def test_transform_in_chunks_of_rows_is_the_formula_on_any_shape(code, shape, mo
     sa, sb = rng.random(shape[0]) * 5 + 3, rng.random(shape[1]) * 5 + 3
     params = (0.7, 0.25, 3.0)
     expect = formulas.transform_rows(D[:1].copy(), code, params, sa[:1], sb)  # one row: one chunk
-    g, c0, deg = params
-    naive = {
-        0: D,
-        1: (g * D + c0) ** deg,
-        2: np.exp(-g * np.maximum(sa[:, None] + sb[None, :] - 2 * D, 0)),
-        3: np.tanh(g * D + c0),
-    }[code]
+    naive = _naive_transform(code, D, sa, sb, params)
     for parallel in (False, True):
         monkeypatch.setattr(formulas, "PARALLEL_MIN_ENTRIES", 0 if parallel else formulas.PARALLEL_MIN_ENTRIES)
         got = formulas.transform_rows(D.copy(), code, params, sa, sb, parallel=parallel)
