@@ -365,7 +365,9 @@ def probabilities_from_ovo(dec, probA, probB):
 def pairwise_matrix(dec, A, B, k):
     """``R`` (n, k, k) of :func:`pairwise_coupling` from one-vs-one decision values and the pairs' sigmoids:
     ``R[:, a, b]`` = :math:`r_{ab}` for a != b, 0.5 on the diagonal."""
-    pa, pb = np.triu_indices(k, k=1)
+    from .svm import pair_classes  # (kept per class count; svm imports this module)
+
+    pa, pb = pair_classes(k)
     r = np.clip(sigmoid_predict(dec, A[None, :], B[None, :]), MIN_PROB, 1 - MIN_PROB)
     R = np.full((r.shape[0], k, k), 0.5)
     R[:, pa, pb] = r
@@ -376,7 +378,9 @@ def pairwise_matrix(dec, A, B, k):
 def _couple(dec, A, B, k):
     """Unnormalised class probabilities of each row (:func:`_coupled_rows_py`; its bad rows by the iteration)."""
     n, n_pairs = dec.shape
-    pa, pb = np.triu_indices(k, k=1)
+    from .svm import pair_classes  # (kept per class count; svm imports this module)
+
+    pa, pb = pair_classes(k)
     p = np.empty((n, k))
     bad = np.zeros(n, dtype=np.bool_)
     fn = _coupled_rows_par if n * n_pairs >= COUPLING_PARALLEL_MIN else _coupled_rows_ser
