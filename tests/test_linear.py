@@ -918,6 +918,29 @@ def test_thin_dense_data_go_to_csr_for_coordinate_descent_only():
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
 
 
+@pytest.mark.parametrize("density", [0.0, 0.01, 0.1, 0.6, 1.0])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_to_csr_equals_scipy_by_either_loop(density, dtype):
+    """The compiled dense -> CSR conversion (row counts, then the values by the branching or the branch-free loop)
+    gives scipy's arrays: empty rows, rows ending in a zero or a value, the last row's zeros included."""
+    from maxmargin.solvers._linear_common import _dense_row_counts, _dense_to_csr
+
+    rng = np.random.default_rng(int(density * 100))
+    X = ((rng.random((60, 17)) < density) * rng.normal(size=(60, 17))).astype(dtype)
+    X[3] = 0.0
+    X[4, -1] = 2.5
+    X[-1, :] = 0.0
+    X[-1, 5] = -1.0
+    ref = sp.csr_matrix(X)
+    indptr = _dense_row_counts(X)
+    np.testing.assert_array_equal(indptr, ref.indptr)
+    for branchless in (False, True):
+        data, indices = _dense_to_csr(X, indptr, branchless)
+        assert data.dtype == dtype and indices.dtype == np.int32
+        np.testing.assert_array_equal(data, ref.data)
+        np.testing.assert_array_equal(indices, ref.indices)
+
+
 # --------------------------------------------------------------------------- prefetching (no effect on the iterates)
 
 

@@ -104,9 +104,11 @@ def linear_data(X, bias, rows_first=False):
         X = sp.csr_matrix(X)
         return _csr_linear_data(X.data, X.indices, X.indptr, X.shape[1], bias)
     X = np.ascontiguousarray(X)
-    if X.size and (np.count_nonzero(X) < SPARSE_BELOW * X.size or (rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES)):
+    indptr = _dense_row_counts(X) if X.size else None
+    if X.size and (indptr[-1] < SPARSE_BELOW * X.size or (rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES)):
         # (the arrays as they are: two scipy matrices built on the way took ~0.1 ms of a 1 ms fit on iris)
-        return _csr_linear_data(*_dense_to_csr(X), X.shape[1], bias)
+        data, indices = _dense_to_csr(X, indptr, bool(indptr[-1] >= BRANCHLESS_MIN_DENSITY * X.size))
+        return _csr_linear_data(data, indices, indptr, X.shape[1], bias)
     X = _lossless_float32(X)
     return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
 
@@ -255,27 +257,50 @@ def compact_columns(ld):
 
 
 @njit(cache=True, nogil=True)
-def _dense_to_csr(X):
-    """CSR arrays of a dense C-ordered matrix (two passes; several times faster than going through COO)."""
+def _dense_row_counts(X):
+    """The CSR ``indptr`` of a dense C-ordered matrix: its rows' running counts of non-zeros (no branch on the
+    values, so the loop runs as vector code; 8,000 x 120 at 10% density: 0.4 ms, ``np.count_nonzero`` 1.5 ms)."""
     n, d = X.shape
     indptr = np.zeros(n + 1, dtype=np.int64)
+    total = 0
     for i in range(n):
         c = 0
         for j in range(d):
-            if X[i, j] != 0:
-                c += 1
-        indptr[i + 1] = indptr[i] + c
-    data = np.empty(indptr[n], dtype=X.dtype)
-    indices = np.empty(indptr[n], dtype=np.int32)
+            c += X[i, j] != 0
+        total += c
+        indptr[i + 1] = total
+    return indptr
+
+
+#: :func:`_dense_to_csr` stores every value and moves on by ``value != 0`` when at least this fraction of the values
+#: are non-zero; sparser rows branch on each value, a branch then mostly predicted (8,000 x 120 at 10%: 2.6 ->
+#: 1.8 ms; 1,797 x 64 at 50%: 0.9 -> 0.2 ms; 5,000 x 1,000 at 2%: 8.4 against 10.7 ms)
+BRANCHLESS_MIN_DENSITY = 0.05
+
+
+@njit(cache=True, nogil=True)
+def _dense_to_csr(X, indptr, branchless):
+    """``(data, indices)`` of a dense C-ordered matrix whose CSR ``indptr`` is given (:func:`_dense_row_counts`)."""
+    n, d = X.shape
+    nnz = indptr[n]
+    data = np.empty(nnz + 1, dtype=X.dtype)  # one slot more: the branch-free loop stores each row's last zero too
+    indices = np.empty(nnz + 1, dtype=np.int32)
     for i in range(n):
         k = indptr[i]
-        for j in range(d):
-            v = X[i, j]
-            if v != 0:
+        if branchless:
+            for j in range(d):
+                v = X[i, j]
                 data[k] = v
                 indices[k] = j
-                k += 1
-    return data, indices, indptr
+                k += v != 0
+        else:
+            for j in range(d):
+                v = X[i, j]
+                if v != 0:
+                    data[k] = v
+                    indices[k] = j
+                    k += 1
+    return data[:nnz], indices[:nnz]
 
 
 def subset_rows(X, rows):
