@@ -10,7 +10,8 @@ a small one with a large C, class and sample weights, float32 and Fortran-ordere
 matrix, the sigmoid and a degree-4 polynomial kernel, 50 classes, 8 and 20 classes easy to separate (few
 support vectors), 20 small classes (SVC and NuSVC) and 8 overlapping ones, rows repeated ten times, binary sparse rows
 as CSR, CSC and integers, regression on sparse rows and with targets in the thousands, one-class on 20,000
-rows, wide dense data with far fewer rows than features (gene-expression shape, n << d), and the latency of
+rows, the linear kernel on few features with overlapping classes (C = 0.1-10, 3 classes, SVR), wide dense data
+with far fewer rows than features (gene-expression shape, n << d), and the latency of
 ``predict`` on one row.  Every fit runs once untimed (compilation), then ``--repeat`` times; the table gives
 medians and maxmargin / scikit-learn (< 1: maxmargin faster) for the fit and for ``predict`` on the test rows,
 and the agreement of the two predictions.  Time it on a quiet machine.
@@ -91,6 +92,15 @@ def _cases():
     case("regression", "NuSVR", "NuSVR", {}, StandardScaler().fit_transform(Xr), yr / yr.std())
     Xo, _ = _classification(20000, 10)
     case("regression", "one-class 20,000 x 10", "OneClassSVM", {"nu": 0.05}, Xo, None)
+    # the linear kernel on few features with overlapping classes: SMO's steps grow with C (solvers/ipm.py)
+    Xl, yl = _classification(4000, 20, flip_y=0.1)
+    Xl = StandardScaler().fit_transform(Xl)
+    for C in (0.1, 1.0, 10.0):
+        case("linear", f"linear kernel, noisy 4,000 x 20, C={C:g}", "SVC", {"kernel": "linear", "C": C}, Xl, yl)
+    Xl3, yl3 = _classification(6000, 10, n_classes=3, flip_y=0.1)
+    case("linear", "linear kernel, 3 classes 6,000 x 10, C=1", "SVC", {"kernel": "linear"}, Xl3, yl3)
+    Xlr, ylr = make_regression(4000, 10, noise=20.0, random_state=2)
+    case("linear", "linear-kernel SVR 4,000 x 10, C=10", "SVR", {"kernel": "linear", "C": 10.0}, Xlr / 50, ylr / 50)
     Xg = np.random.default_rng(0).normal(size=(200, 20000))
     yg = (Xg[:, :50].sum(axis=1) > 0).astype(int)
     case("wide", "200 x 20,000 dense, RBF", "SVC", {"gamma": "scale"}, Xg, yg)
@@ -153,7 +163,7 @@ def main(argv=None):
     ap.add_argument(
         "--only",
         nargs="*",
-        help="groups: gamma weights kernels classes sparse regression wide latency (default: all)",
+        help="groups: gamma weights kernels classes sparse regression linear wide latency (default: all)",
     )
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")

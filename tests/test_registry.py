@@ -27,7 +27,7 @@ def test_declarations_are_consistent():
         if s != "auto":
             assert F.get(f).kind_for(registry.spec(s)) is not None
     assert ("l2-simplex", "smo") not in F.VALID and ("l1", "frank-wolfe") not in F.VALID
-    assert set(F.LINEAR_ONLY) == {"primal-qp", "subgradient", "random-search"}
+    assert set(F.LINEAR_ONLY) == {"primal-qp", "subgradient", "random-search", "ipm"}
 
 
 def test_unknown_and_foreign_options_are_named():

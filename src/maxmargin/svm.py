@@ -54,7 +54,7 @@ from .kernels.blocks import block_data
 from .kernels.engine import kernel_times
 from .kernels.objects import block_rows_for, make_kernel
 from .problem import DualProblem, nu_svc_problem
-from .solvers import ovo, ovo_folds, smo
+from .solvers import ipm, ovo, ovo_folds, smo
 from .solvers import registry as solver_registry
 
 
@@ -647,6 +647,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         workers = cores()
         sizes = np.fromiter((rows.shape[0] for rows, _ in members), dtype=np.float64, count=len(members))
         eligible = ovo.pair_fits(sizes, self.cache_size, workers)  # elementwise over the pairs' sizes
+        if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_VARIABLES):
+            # the linear kernel on few features: pairs of MIN_VARIABLES rows and more go through the registry,
+            # whose 'auto' takes the interior point for them (solvers/ipm.py)
+            eligible &= sizes < ipm.MIN_VARIABLES
         # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them;
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
         k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))

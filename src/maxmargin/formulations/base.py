@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from ..kernels.formulas import PRECOMPUTED
 from ..kernels.rowcache import given_gram, gram_kept, gram_pays
-from ..solvers import registry
+from ..solvers import ipm, registry
 
 #: from this many variables on, solver='auto' takes the batched solver for the standard duals
 #: (benchmarks/crossover.py on subsets of a9a, ijcnn1, usps, Skin_NonSkin: SMO wins at 2000,
@@ -307,6 +307,9 @@ def fit(name, X, y, C, kernel, solver="auto", rows=None, **options):
         elif solver == "smo" and rows_dear_for_smo(X, data.n, kernel):
             if form.auto(AUTO_BATCHED_MIN_N)[0] == "batched":  # SMO's rows one by one would cost more
                 solver = "batched"
+        if solver in ("smo", "batched") and "dual" in form.problems and ipm.pays(X, kernel, form.n_var(data)):
+            # the linear kernel on few features: SMO within a budget, then the interior point (solvers/ipm.py)
+            solver, defaults = "ipm", {**defaults, "smo_first": True}
         options = {**defaults, **options}
         check_solver(name, solver, kernel)
     spec = registry.spec(solver)

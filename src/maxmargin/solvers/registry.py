@@ -15,7 +15,9 @@ Each solver module declares, next to its ``solve(problem, **options) -> Solution
     ``'gathered-rows'``: it reads the training rows fastest from one contiguous block (its
     kernel-row cache is keyed by data row, and a row over all of X is one BLAS product), so a
     strict subset of X's rows is gathered for it once (``X[rows]``, as LIBSVM does per
-    one-vs-one pair); the others read the rows through the problem's ``index``.
+    one-vs-one pair); the others read the rows through the problem's ``index``;
+    ``'linear-kernel'``: it takes a dual of the linear kernel only (the interior point, which works on
+    the features themselves).
 
 A formulation (:mod:`maxmargin.formulations`) says which kinds of problem it can be
 posed as; a (formulation, solver) pair is valid when they share a kind.  Nothing
@@ -40,7 +42,7 @@ PROBLEM_KINDS = {
     "zero-one": "maxmargin.solvers.primal.PrimalProblem with the 0/1 error (linear kernel)",
 }
 #: the traits a solver may declare (see the module docstring)
-KNOWN_TRAITS = ("iterative", "libsvm-rho", "gathered-rows")
+KNOWN_TRAITS = ("iterative", "libsvm-rho", "gathered-rows", "linear-kernel")
 #: the kinds that live in the explicit feature space of the linear kernel
 PRIMAL_KINDS = ("primal-qp", "hinge", "zero-one")
 #: options every solver accepts (each reads those that mean something to it, per its OPTIONS)
@@ -60,6 +62,7 @@ MODULES = {
     "smo": "smo",
     "batched": "batched",
     "divide": "divide",
+    "ipm": "ipm",
     "qp": "qp",
     "frank-wolfe": "frank_wolfe",
     "primal-qp": "primal",
@@ -82,7 +85,7 @@ class SolverSpec:
     @property
     def linear_only(self):
         """Whether it works in the explicit feature space of the linear kernel only."""
-        return all(kind in PRIMAL_KINDS for kind in self.problems)
+        return "linear-kernel" in self.traits or all(kind in PRIMAL_KINDS for kind in self.problems)
 
     def takes(self, kind):
         return kind in self.problems

@@ -1,0 +1,250 @@
+r"""An interior-point method for the duals of the linear kernel on few features, finished by SMO.
+
+With the linear kernel the dual's matrix has rank at most :math:`d`: :math:`Q = VV^T` with
+:math:`V = \mathrm{diag}(y) X` (:math:`n \times d`).  SMO (seed 001's pair steps) needs many steps where many
+multipliers sit at the bound :math:`C` and few are free -- large ``C`` on overlapping classes, where at most
+:math:`d + 1` multipliers can be free: on 4,000 x 20 standardised rows with 10% of the labels flipped, LIBSVM
+takes 0.8 M steps at C = 10 and 15 M at C = 100.  A primal-dual interior-point method (Mehrotra's
+predictor-corrector) takes 15-20 Newton steps whatever ``C``, and with the low rank each costs
+:math:`O(nd^2)` (Ferris and Munson 2003): the Newton system
+
+.. math:: (Q + \mathrm{diag}(s) + D)\,\Delta\alpha + y\,\Delta\lambda = r, \qquad y^T\Delta\alpha = -r_p,
+
+with the barrier's diagonal :math:`D = Z A^{-1} + W S^{-1}` (multipliers :math:`z` of :math:`\alpha \ge 0`,
+:math:`w` of :math:`\alpha \le U`, slacks :math:`s = U - \alpha`) is solved by the Sherman-Morrison-Woodbury
+identity :math:`(E + VV^T)^{-1} = E^{-1} - E^{-1}V(I + V^TE^{-1}V)^{-1}V^TE^{-1}`, one Cholesky factor of a
+:math:`d \times d` matrix per step.
+
+The interior point only *starts* SMO: its multipliers are rounded to the bounds they are within ``1e-6``
+(relative) of, made feasible (:func:`maxmargin.solvers.smo.initial_alpha`) and handed to SMO with their
+gradients (:math:`O(nd)` each), so the solution stops by SMO's own rule (the maximal KKT violation below
+``tol``) and has LIBSVM's offset.  Where the interior point fails (a factor that is not positive definite) SMO
+starts from zero instead.  On the 4,000 x 20 rows above: 17 Newton steps, 0.03-0.06 s, and SMO then takes no
+step, where SMO alone took 5 s at C = 10 and 37 s at C = 100.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from . import smo
+from .base import Solution
+
+PROBLEMS = ("dual",)
+OPTIONS = smo.OPTIONS
+OWN_OPTIONS = ("smo_first",)
+TRAITS = ("iterative", "libsvm-rho", "gathered-rows", "linear-kernel")
+
+#: solver='auto' takes the interior point for the linear kernel on at most this many features (a Newton step
+#: costs ~2 n d^2 flops; see :func:`pays`) ...
+MAX_FEATURES = 64
+#: ... and from this many variables on (below, SMO's steps are few and cheap)
+MIN_VARIABLES = 1000
+#: with ``smo_first`` (solver='auto'), SMO runs first for up to ``max(SMO_FIRST_MIN, SMO_FIRST_PER_D * d)``
+#: steps: the interior point's ~17 Newton steps of ~2 n d^2 flops cost about as much as 8 d kernel rows of
+#: ~2 n d flops, and SMO's early steps compute two rows each; so problems SMO solves in a few steps (far apart
+#: classes) keep SMO's time and the others pay about the interior point's
+SMO_FIRST_MIN = 200
+SMO_FIRST_PER_D = 10
+#: Newton steps at most; the interior point stops earlier at a relative duality gap of GAP_TOL
+MAX_NEWTON = 60
+GAP_TOL = 1e-10
+#: multipliers within this fraction of a bound are put on it before SMO
+ROUND = 1e-6
+#: the fraction of the way to the boundary a step goes
+STEP_FRACTION = 0.995
+TINY = 1e-200  # a floor for multipliers and slacks (z / a stays finite)
+
+
+def pays(X, kernel, n_var):
+    """Whether solver='auto' should take the interior point: the linear kernel on at most :data:`MAX_FEATURES`
+    features (dense or sparse rows) and at least :data:`MIN_VARIABLES` variables."""
+    return (
+        getattr(kernel, "name", None) == "linear"
+        and X is not None
+        and len(getattr(X, "shape", ())) == 2
+        and X.shape[1] <= MAX_FEATURES
+        and n_var >= MIN_VARIABLES
+    )
+
+
+def _features(problem):
+    """:math:`V = \\mathrm{diag}(y) X` over the problem's variables (dense, float64)."""
+    X = problem.X[problem.index]
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    return problem.y[:, None] * X
+
+
+def interior_point(V, y, p, U, shift, delta, max_newton=MAX_NEWTON, gap_tol=GAP_TOL):
+    r"""Minimise :math:`\tfrac12\alpha^T(VV^T + \mathrm{diag}(shift))\alpha + p^T\alpha` subject to
+    :math:`y^T\alpha = \delta`, :math:`0 \le \alpha \le U` (``U`` may hold ``inf``) by Mehrotra's
+    predictor-corrector from an infeasible start.  Returns ``(alpha, steps)``, or ``(None, steps)`` when a
+    factor fails."""
+    n, d = V.shape
+    fin = np.isfinite(U)
+    Uf = np.where(fin, U, 1.0)
+    a = np.where(fin, 0.5 * Uf, 1.0)
+    z = np.ones(n)
+    w = np.where(fin, 1.0, 0.0)
+    lam = 0.0
+    eye = np.eye(d)
+    scale = max(1.0, float(np.abs(p).max()) if n else 1.0)
+    n_bounds = n + int(np.count_nonzero(fin))
+    steps = 0
+    for steps in range(1, max_newton + 1):
+        a = np.maximum(a, TINY)  # (a step that reaches a bound in rounding stays inside it)
+        s = np.where(fin, np.maximum(Uf - a, TINY), 1.0)  # (1 where there is no upper bound: w = 0 there)
+        s_inf = np.where(fin, s, np.inf)  # (no upper bound: no barrier term, no step limit)
+        g = V @ (V.T @ a) + shift * a + p
+        rd = g + lam * y - z + w
+        rp = float(y @ a) - delta
+        gap = float(z @ a + w @ s)
+        obj = 0.5 * float(a @ (g + p))
+        if gap <= gap_tol * max(1.0, abs(obj)) and np.abs(rd).max() <= 1e-9 * scale and abs(rp) <= 1e-9 * scale:
+            break
+        mu = gap / n_bounds
+        Ei = 1.0 / (z / a + w / s + shift)
+        W = V * Ei[:, None]
+        try:
+            factor = cho_factor(eye + V.T @ W, check_finite=False)
+        except LinAlgError:
+            return None, steps
+        if not np.all(np.isfinite(factor[0])):
+            return None, steps
+
+        def solve_m(r, W=W, Ei=Ei, factor=factor):
+            return Ei * r - W @ cho_solve(factor, W.T @ r, check_finite=False)
+
+        b = solve_m(y)
+        yb = float(y @ b)
+
+        def direction(target_z, target_w, b=b, yb=yb, s_inf=s_inf, rd=rd, rp=rp):
+            # complementarity targets: z a = target_z, w s = target_w (corrected by the predictor's products)
+            r = -rd + target_z / a - target_w / s_inf
+            aa = solve_m(r)
+            dl = (float(y @ aa) + rp) / yb
+            da = aa - b * dl
+            dz = (target_z - z * da) / a
+            dw = (target_w + w * da) / s_inf
+            return da, dz, dw, dl
+
+        da, dz, dw, _ = direction(-z * a, -w * s)
+        ap = min(_to_bound(a, da), _to_bound(s_inf, -da))
+        ad = min(_to_bound(z, dz), _to_bound(w, dw))
+        affine = float((a + ap * da) @ (z + ad * dz) + (s - ap * da) @ (w + ad * dw))
+        sigma = (affine / gap) ** 3 if gap > 0 else 0.0
+        da, dz, dw, dl = direction(sigma * mu - z * a - da * dz, sigma * mu - w * s + da * dw)
+        ap = STEP_FRACTION * min(_to_bound(a, da), _to_bound(s_inf, -da))
+        ad = STEP_FRACTION * min(_to_bound(z, dz), _to_bound(w, dw))
+        a = a + ap * da
+        z = z + ad * dz
+        w = w + ad * dw
+        lam += ad * dl
+        if not (np.all(np.isfinite(a)) and np.isfinite(lam)):
+            return None, steps
+    return a, steps
+
+
+def _to_bound(x, dx):
+    """The longest step ``t <= 1`` with ``x + t dx >= 0`` (``x > 0``; ``inf`` entries never bind)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(dx < 0, x / -dx, np.inf)
+    return min(1.0, float(r.min())) if r.size else 1.0
+
+
+def _rounded(a, U):
+    """Multipliers within :data:`ROUND` (relative) of a bound put on it."""
+    fin = np.isfinite(U)
+    top = float(np.max(np.where(fin, U, a))) if a.size else 1.0
+    out = a.copy()
+    out[out <= ROUND * np.where(fin, U, top)] = 0.0
+    at_top = fin & (out >= (1.0 - ROUND) * np.where(fin, U, np.inf))
+    out[at_top] = U[at_top]
+    return out
+
+
+def _restore_equality(a, y, U, delta):
+    r"""``a`` with :math:`y^Ta = \delta` restored on its free multipliers, the one with the most room first, so
+    that no multiplier leaves the bound it was rounded to (:func:`maxmargin.solvers.smo.initial_alpha` would
+    move every nonzero one of a side a little, and those at ``U`` would become free: a thousand SMO steps)."""
+    r = delta - float(y @ a)
+    free = np.flatnonzero((a > 0) & (a < U))
+    for t in free[np.argsort(-np.minimum(a[free], U[free] - a[free]))]:
+        if r == 0.0:
+            break
+        step = min(max(y[t] * r, -a[t]), U[t] - a[t])  # y_t * step of y_t a_t
+        a[t] += step
+        r -= y[t] * step
+    return a
+
+
+def solve(
+    problem,
+    tol=1e-3,
+    max_iter=-1,
+    shrinking=True,
+    cache_size=200.0,
+    callback=None,
+    callback_info=None,
+    time_limit=None,
+    verbose=False,
+    smo_first=False,
+):
+    """Solve a :class:`~maxmargin.problem.DualProblem` of the linear kernel: the interior point, then SMO from
+    its rounded multipliers (see the module docstring).  A problem with a warm start goes to SMO from it.
+    ``smo_first``: try SMO alone first, within a budget of steps (:data:`SMO_FIRST_PER_D`)."""
+    if getattr(problem.kernel, "name", None) != "linear":
+        raise ValueError(f"solver='ipm' needs kernel='linear', got kernel={problem.kernel.name!r}")
+    options = dict(
+        tol=tol,
+        max_iter=max_iter,
+        shrinking=shrinking,
+        cache_size=cache_size,
+        callback=callback,
+        callback_info=callback_info,
+        time_limit=time_limit,
+        verbose=verbose,
+    )
+    if problem.alpha0 is not None or problem.nu_constraints:
+        return smo.solve(problem, **options)
+    if smo_first:
+        budget = max(SMO_FIRST_MIN, SMO_FIRST_PER_D * problem.X.shape[1])
+        if max_iter < 0 or max_iter > budget:
+            sol = smo.solve(problem, **{**options, "max_iter": budget})
+            if sol.converged or sol.status != "max_iter":
+                return sol
+            tried = sol.n_iter
+            if verbose:
+                print(f"[ipm] SMO did not converge within {budget} steps: the interior point")
+        else:
+            return smo.solve(problem, **options)
+    else:
+        tried = 0
+    V = _features(problem)
+    U = np.asarray(problem.upper, dtype=np.float64)
+    shift = np.asarray(problem.shift, dtype=np.float64)
+    a, steps = interior_point(V, problem.y, problem.p, U, shift, float(problem.delta))
+    if verbose:
+        print(f"[ipm] {steps} Newton steps" + ("" if a is not None else ": a factor failed, SMO from zero"))
+    if a is None:
+        sol = smo.solve(problem, **options)
+    else:
+        start = copy.copy(problem)
+        start.alpha0 = _restore_equality(_rounded(a, U), problem.y, U, float(problem.delta))
+        start.alpha0 = smo.initial_alpha(start)  # (what the free multipliers could not take, if anything)
+        alpha = start.alpha0
+        G = V @ (V.T @ alpha) + shift * alpha + problem.p
+        at_top = np.isfinite(U) & (alpha >= U)
+        Gbar = V @ (V.T @ np.where(at_top, U, 0.0)) + np.where(at_top, shift * U, 0.0)
+        sol = smo.solve(start, **options, start=(G, Gbar))
+    # n_iter: SMO's steps (those of the budget too) and the Newton steps
+    sol.n_iter = int(sol.n_iter) + tried + steps
+    sol.extra = {**(getattr(sol, "extra", None) or {}), "newton_steps": steps, "smo_budget_steps": tried}
+    return sol
+
+
+__all__ = ["interior_point", "pays", "solve", "Solution"]

@@ -1,0 +1,154 @@
+"""The interior point for the linear kernel (solvers/ipm.py): against an independent QP solver, SMO and
+scikit-learn; the routing of solver='auto'."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC as SkSVC
+from sklearn.svm import SVR as SkSVR
+
+import maxmargin
+from maxmargin import formulations as F
+from maxmargin.kernels.objects import make_kernel
+from maxmargin.solvers import ipm
+
+cvxopt = pytest.importorskip("cvxopt")
+
+
+def noisy(n=1200, d=10, seed=3, flip=0.1):
+    X, y = make_classification(n, d, n_informative=min(5, d - 2), flip_y=flip, random_state=seed)
+    return StandardScaler().fit_transform(X), np.where(y > 0, 1.0, -1.0)
+
+
+def cvxopt_qp(Q, p, y, U, delta):
+    """min 1/2 a'Qa + p'a, y'a = delta, 0 <= a <= U (U may hold inf) by cvxopt."""
+    n = Q.shape[0]
+    fin = np.flatnonzero(np.isfinite(U))
+    G = np.vstack([-np.eye(n), np.eye(n)[fin]])
+    h = np.concatenate([np.zeros(n), U[fin]])
+    cvxopt.solvers.options.update(show_progress=False, abstol=1e-12, reltol=1e-12, feastol=1e-12)
+    sol = cvxopt.solvers.qp(
+        cvxopt.matrix(Q),
+        cvxopt.matrix(p),
+        cvxopt.matrix(G),
+        cvxopt.matrix(h),
+        cvxopt.matrix(y[None, :]),
+        cvxopt.matrix([float(delta)]),
+    )
+    a = np.array(sol["x"]).ravel()
+    return a, 0.5 * a @ Q @ a + p @ a
+
+
+@pytest.mark.parametrize("case", ["l1", "l1-weighted", "l2", "hard", "one-class"])
+def test_interior_point_matches_cvxopt(case):
+    """The Newton iterations alone reach cvxopt's objective (1e-8 relative) on each kind of dual it takes:
+    box bounds (per-sample), a diagonal shift (2-norm), no upper bound (hard margin), y'a = delta != 0."""
+    rng = np.random.default_rng(0)
+    X, y = noisy(n=150, d=4, seed=1)
+    n = y.shape[0]
+    U, shift, p, delta = np.full(n, 2.0), np.zeros(n), -np.ones(n), 0.0
+    if case == "l1-weighted":
+        U = rng.uniform(0.1, 5.0, n)
+    elif case == "l2":
+        U, shift = np.full(n, np.inf), np.full(n, 0.5)
+    elif case == "hard":
+        X = X + 4.0 * y[:, None] * np.r_[1.0, 0, 0, 0]  # separable
+        U = np.full(n, np.inf)
+    elif case == "one-class":
+        y, p, U, delta = np.ones(n), np.zeros(n), np.ones(n), 0.3 * n
+    V = y[:, None] * X
+    a, steps = ipm.interior_point(V, y, p, U, shift, delta)
+    assert a is not None and steps < ipm.MAX_NEWTON
+    Q = V @ V.T + np.diag(shift)
+    _, ref = cvxopt_qp(Q, p, y, U, delta)
+    obj = 0.5 * a @ Q @ a + p @ a
+    assert obj == pytest.approx(ref, rel=1e-8, abs=1e-9)
+    assert abs(y @ a - delta) < 1e-7 * max(1.0, delta)
+    assert np.all(a >= 0) and np.all(a <= U)
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
+def test_svc_by_ipm_equals_smo_and_libsvm(C):
+    """SVC(kernel='linear', solver='ipm'): the objective of SMO run to a tight tolerance, the KKT conditions
+    within tol, scikit-learn's (LIBSVM's) decision values and predictions."""
+    X, y = noisy(n=1200, d=10)
+    fit = maxmargin.SVC(kernel="linear", C=C, solver="ipm").fit(X, y)
+    tight = maxmargin.SVC(kernel="linear", C=C, solver="smo", tol=1e-6).fit(X, y)
+    assert fit.objective_[0] == pytest.approx(tight.objective_[0], rel=1e-6)
+    ref = SkSVC(kernel="linear", C=C, tol=1e-6).fit(X, y)
+    np.testing.assert_allclose(fit.decision_function(X), ref.decision_function(X), atol=2e-3)
+    assert np.mean(fit.predict(X) == ref.predict(X)) >= 0.999
+    # KKT of the solution as returned: the maximal violating pair below tol
+    kern = make_kernel("linear", X=X)
+    res = F.fit_binary(X, y, C, kern, "l1", "ipm")
+    assert res.solver == "ipm" and res.converged
+    a = res.alpha
+    G = y * (X @ (X.T @ (a * y))) - 1.0
+    up = ((y > 0) & (a < C)) | ((y < 0) & (a > 0))
+    low = ((y > 0) & (a > 0)) | ((y < 0) & (a < C))
+    assert (-y * G)[up].max() - (-y * G)[low].min() <= 1e-3
+    assert abs(a @ y) < 1e-9 * C * len(y)
+
+
+def test_auto_takes_the_interior_point_for_linear_kernels_on_few_features():
+    """solver='auto': the linear kernel on few features and at least MIN_VARIABLES rows goes to 'ipm' (SMO within
+    a budget first); an easy problem stays with SMO's solution; other kernels, narrow problems and wide features
+    do not."""
+    X, y = noisy(n=ipm.MIN_VARIABLES + 200, d=8)
+    lin = make_kernel("linear", X=X)
+    hard = F.fit_binary(X, y, 10.0, lin, "l1", "auto")
+    assert hard.solver == "ipm" and hard.extra["newton_steps"] > 0
+    assert hard.extra["smo_budget_steps"] == max(ipm.SMO_FIRST_MIN, ipm.SMO_FIRST_PER_D * X.shape[1])
+    smo = F.fit_binary(X, y, 10.0, lin, "l1", "smo", tol=1e-6)
+    assert hard.objective == pytest.approx(smo.objective, rel=1e-6)
+    far = np.where(y[:, None] > 0, 5.0, -5.0) + 0.1 * X  # SMO converges within the budget
+    easy = F.fit_binary(far, y, 1.0, make_kernel("linear", X=far), "l1", "auto")
+    assert easy.solver == "ipm" and "newton_steps" not in easy.extra
+    assert F.fit_binary(X, y, 1.0, make_kernel("rbf", gamma=0.1), "l1", "auto").solver != "ipm"
+    assert F.fit_binary(X[:500], y[:500], 1.0, lin, "l1", "auto").solver != "ipm"
+    wide = np.hstack([X] * 9)[:, : ipm.MAX_FEATURES + 1]
+    assert F.fit_binary(wide, y, 1.0, make_kernel("linear", X=wide), "l1", "auto").solver != "ipm"
+
+
+def test_multiclass_and_sparse_and_weights_through_auto():
+    """Multi-class one-vs-one pairs of at least MIN_VARIABLES rows take the interior point under 'auto' (not the
+    compiled SMO route); CSR input and sample weights give the dense fit's model; LIBSVM agrees."""
+    X, y = make_classification(3600, 6, n_informative=4, n_classes=3, flip_y=0.1, random_state=5)
+    X = StandardScaler().fit_transform(X)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+    fit = maxmargin.SVC(kernel="linear", C=5.0).fit(X, y, sample_weight=w)
+    ref = SkSVC(kernel="linear", C=5.0, tol=1e-6).fit(X, y, sample_weight=w)
+    assert np.mean(fit.predict(X) == ref.predict(X)) >= 0.995
+    np.testing.assert_allclose(fit.intercept_, ref.intercept_, atol=5e-3)
+    csr = maxmargin.SVC(kernel="linear", C=5.0).fit(sp.csr_matrix(X), y, sample_weight=w)
+    np.testing.assert_allclose(csr.decision_function(X), fit.decision_function(X), atol=2e-3)  # both within tol
+
+
+def test_svr_and_a_failed_factor():
+    """Epsilon-SVR's dual (2n variables) by the interior point equals LIBSVM's; a failed Cholesky factor falls
+    back to SMO from zero, same model."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(700, 5))
+    z = X @ np.arange(1.0, 6.0) + rng.normal(scale=2.0, size=700)
+    fit = maxmargin.SVR(kernel="linear", C=10.0, epsilon=0.5).fit(X, z)
+    ref = SkSVR(kernel="linear", C=10.0, epsilon=0.5, tol=1e-6).fit(X, z)
+    np.testing.assert_allclose(fit.predict(X), ref.predict(X), atol=5e-3 * np.abs(z).max())
+    Xc, yc = noisy(n=1100, d=6)
+    kern = make_kernel("linear", X=Xc)
+    good = F.fit_binary(Xc, yc, 3.0, kern, "l1", "ipm")
+    original = ipm.interior_point
+    try:
+        ipm.interior_point = lambda *a, **k: (None, 1)
+        failed = F.fit_binary(Xc, yc, 3.0, kern, "l1", "ipm")
+    finally:
+        ipm.interior_point = original
+    assert failed.extra["newton_steps"] == 1 and failed.converged
+    assert failed.objective == pytest.approx(good.objective, rel=1e-5)
+
+
+def test_ipm_needs_the_linear_kernel():
+    X, y = noisy(n=60, d=4)
+    with pytest.raises(ValueError, match="linear kernel only"):
+        maxmargin.SVC(kernel="rbf", solver="ipm").fit(X, y)
