@@ -113,7 +113,7 @@ def test_auto_takes_the_interior_point_for_linear_kernels_on_few_features():
 
 
 def test_multiclass_and_sparse_and_weights_through_auto():
-    """Multi-class one-vs-one pairs of at least MIN_VARIABLES rows take the interior point under 'auto' (not the
+    """Multi-class one-vs-one pairs of at least MIN_PAIR_ROWS rows take the interior point under 'auto' (not the
     compiled SMO route); CSR input and sample weights give the dense fit's model; LIBSVM agrees."""
     X, y = make_classification(3600, 6, n_informative=4, n_classes=3, flip_y=0.1, random_state=5)
     X = StandardScaler().fit_transform(X)

@@ -647,10 +647,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         workers = cores()
         sizes = np.fromiter((rows.shape[0] for rows, _ in members), dtype=np.float64, count=len(members))
         eligible = ovo.pair_fits(sizes, self.cache_size, workers)  # elementwise over the pairs' sizes
-        if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_VARIABLES):
-            # the linear kernel on few features: pairs of MIN_VARIABLES rows and more go through the registry,
+        if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_PAIR_ROWS):
+            # the linear kernel on few features: pairs of MIN_PAIR_ROWS rows and more go through the registry,
             # whose 'auto' takes the interior point for them (solvers/ipm.py)
-            eligible &= sizes < ipm.MIN_VARIABLES
+            eligible &= sizes < ipm.MIN_PAIR_ROWS
         # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them;
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
         k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))
