@@ -186,33 +186,15 @@ def _restore_equality(a, y, U, delta):
     return a
 
 
-def solve(
-    problem,
-    tol=1e-3,
-    max_iter=-1,
-    shrinking=True,
-    cache_size=200.0,
-    callback=None,
-    callback_info=None,
-    time_limit=None,
-    verbose=False,
-    smo_first=False,
-):
+def solve(problem, smo_first=False, **options):
     """Solve a :class:`~maxmargin.problem.DualProblem` of the linear kernel: the interior point, then SMO from
     its rounded multipliers (see the module docstring).  A problem with a warm start goes to SMO from it.
-    ``smo_first``: try SMO alone first, within a budget of steps (:data:`SMO_FIRST_PER_D`)."""
+    ``options``: SMO's (:data:`OPTIONS`), passed on to it.  ``smo_first``: try SMO alone first, within a budget
+    of steps (:data:`SMO_FIRST_PER_D`)."""
     if getattr(problem.kernel, "name", None) != "linear":
         raise ValueError(f"solver='ipm' needs kernel='linear', got kernel={problem.kernel.name!r}")
-    options = dict(
-        tol=tol,
-        max_iter=max_iter,
-        shrinking=shrinking,
-        cache_size=cache_size,
-        callback=callback,
-        callback_info=callback_info,
-        time_limit=time_limit,
-        verbose=verbose,
-    )
+    max_iter = options.get("max_iter", -1)
+    verbose = options.get("verbose", False)
     if problem.alpha0 is not None or problem.nu_constraints:
         return smo.solve(problem, **options)
     if smo_first:
