@@ -511,3 +511,41 @@ def test_small_smo_problems_set_no_blas_limit():
     assert 100 * 100 * 13 < smo.NO_LIMIT_MAX_WORK < 2000 * 2000 * 13
     assert isinstance(smo._blas_limit(small), contextlib.nullcontext)
     assert not isinstance(smo._blas_limit(larger), contextlib.nullcontext)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_linear_kernel_predicts_through_w_as_through_support_vectors(sparse):
+    """The linear kernel's decision values come from ``x'w + b`` (svm.linear_weights) where that costs less: they
+    equal the kernel sums over the support vectors written out here, for binary, 4 classes, SVR and one-class,
+    dense and CSR; ``coef_`` is dense either way (it was an object array for a sparse binary fit)."""
+    from maxmargin import SVR, OneClassSVM
+    from maxmargin.svm import weights_pay
+
+    def rows(A):
+        return sp.csr_matrix(A) if sparse else A
+
+    Xm, ym = make_classification(900, 12, n_informative=6, n_classes=4, flip_y=0.1, random_state=3)
+    X, Xt = rows(Xm[:600]), rows(Xm[600:])
+    K = np.asarray((Xt @ X.T).todense()) if sparse else Xt @ X.T  # kernel with every training row
+    for labels in (ym[:600] % 2, ym[:600]):
+        clf = SVC(kernel="linear", C=0.5, decision_function_shape="ovo").fit(X, labels)
+        assert weights_pay("linear", Xt, clf.support_.shape[0], clf.classes_.shape[0])
+        Ks = K[:, clf.support_]
+        starts = np.concatenate([[0], np.cumsum(clf.n_support_)])
+        dec = clf.decision_function(Xt).reshape(Xt.shape[0], -1)
+        coef = clf.coef_
+        assert isinstance(coef, np.ndarray) and coef.shape == (dec.shape[1], 12) and coef.dtype == np.float64
+        k = 0
+        for a in range(clf.classes_.shape[0]):
+            for b in range(a + 1, clf.classes_.shape[0]):
+                sa, sb = slice(starts[a], starts[a + 1]), slice(starts[b], starts[b + 1])
+                manual = Ks[:, sa] @ clf.dual_coef_[b - 1, sa] + Ks[:, sb] @ clf.dual_coef_[a, sb] + clf.intercept_[k]
+                assert np.allclose(dec[:, k], manual, rtol=1e-10, atol=1e-10)
+                k += 1
+        votes = clf.predict(Xt)
+        assert np.mean(votes == SkSVC(kernel="linear", C=0.5).fit(X, labels).predict(Xt)) >= 0.99
+    for est in (SVR(kernel="linear", C=2.0).fit(X, Xm[:600, 0] - 2 * Xm[:600, 1]), OneClassSVM(kernel="linear").fit(X)):
+        manual = K[:, est.support_] @ est.dual_coef_[0] + est.intercept_[0]
+        out = est.predict(Xt) if isinstance(est, SVR) else est.decision_function(Xt)
+        assert np.allclose(out, manual, rtol=1e-10, atol=1e-9)
+        assert isinstance(est.coef_, np.ndarray) and est.coef_.shape == (1, 12)

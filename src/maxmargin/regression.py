@@ -43,7 +43,16 @@ from .callbacks import report_of, reports_progress
 from .kernels import densify_if_cheap
 from .kernels.objects import block_rows_for
 from .solvers import smo
-from .svm import BaseKernelSVM, _check_bool, _check_nu, _check_positive, check_finite_solution, warn_not_converged
+from .svm import (
+    BaseKernelSVM,
+    _check_bool,
+    _check_nu,
+    _check_positive,
+    check_finite_solution,
+    linear_weights,
+    warn_not_converged,
+    weights_pay,
+)
 
 
 def _check_epsilon(value):
@@ -123,6 +132,9 @@ class BaseSingleSVM(BaseKernelSVM):
         out = np.empty(n)
         SV = densify_if_cheap(self.support_vectors_)
         c = np.asarray(self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else self.dual_coef_)[0]
+        if weights_pay(self.kernel, X, self.support_.shape[0], 2):
+            w = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)[0]
+            return np.asarray(X @ w).ravel() + float(np.ravel(self.intercept_)[0])
         rows = block_rows_for(max(self.support_.shape[0], 1))
         for s in range(0, n, rows):
             e = min(s + rows, n)
@@ -138,9 +150,7 @@ class BaseSingleSVM(BaseKernelSVM):
         check_is_fitted(self)
         if self.kernel != "linear":
             raise AttributeError("coef_ is only available when using a linear kernel")
-        SV = self.support_vectors_
-        w = sp.csr_matrix(self.dual_coef_) @ SV if sp.issparse(SV) else self.dual_coef_ @ SV
-        return np.asarray(w.toarray() if sp.issparse(w) else w).reshape(1, -1)
+        return linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)
 
 
 class _BaseRegressor(RegressorMixin, BaseSingleSVM):

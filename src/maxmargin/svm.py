@@ -119,6 +119,51 @@ OVO_BLOCK_BYTES = 32 * 1024 * 1024
 _SCALE_ADVICE = "scale the features (StandardScaler, or --scale on the command line)"
 
 
+#: the linear kernel predicts through ``w`` (``x'w + b``, :func:`linear_weights`) where ``w`` of all pairs holds at
+#: most this many values (32 MB) and the products cost less than those with the support vectors (:func:`weights_pay`)
+LINEAR_W_MAX_VALUES = 1 << 22
+#: ... counting ~20 us of Python per class (a product and two indexed sums) as this many operations
+LINEAR_W_CLASS_COST = 20_000
+
+
+def linear_weights(dual_coef, SV, n_support):
+    """``w = sum_i dual_coef_i x_i`` of every decision function of a linear-kernel model, dense, shape
+    (n_pairs, n_features): one row for a binary, regression or one-class model (``dual_coef`` of one row);
+    otherwise one row per one-vs-one pair (a, b) in LIBSVM's order, from the support vectors of class a (their
+    ``dual_coef`` row b - 1) and of class b (row a).  One product per class, whatever the number of pairs."""
+    dual = np.asarray(dual_coef.toarray() if sp.issparse(dual_coef) else dual_coef, dtype=np.float64)
+    if dual.shape[0] == 1:
+        return np.asarray(SV.T @ dual[0], dtype=np.float64).reshape(1, -1)
+    n_classes = len(n_support)
+    pa, pb = pair_classes(n_classes)
+    W = np.zeros((pa.shape[0], SV.shape[1]))
+    starts = np.concatenate([[0], np.cumsum(n_support)])
+    for a in range(n_classes):
+        sa = slice(starts[a], starts[a + 1])
+        Ca = np.asarray(SV[sa].T @ dual[:, sa].T).T  # row c: class a's vectors with their coefficients in row c
+        first, second = pa == a, pb == a
+        W[first] += Ca[pb[first] - 1]
+        W[second] += Ca[pa[second]]
+    return W
+
+
+def weights_pay(kernel, X, n_sv, n_classes):
+    """Whether predicting ``X`` through :func:`linear_weights` costs fewer operations than through the kernel
+    block with the ``n_sv`` support vectors: forming ``w`` takes (k-1) n_sv d, the product n nnz-per-row n_pairs,
+    against n n_sv (nnz-per-row + k - 1); a class's Python steps count as :data:`LINEAR_W_CLASS_COST` operations
+    (5 classes, 3 rows: 0.32 ms through ``w`` against 0.21 ms without that term).  Only for the linear kernel."""
+    if kernel != "linear" or n_sv == 0:
+        return False
+    n, d = X.shape
+    n_pairs = max(n_classes * (n_classes - 1) // 2, 1)
+    if n_pairs * d > LINEAR_W_MAX_VALUES:
+        return False
+    per_row = X.nnz / max(n, 1) if sp.issparse(X) else d
+    k1 = max(n_classes - 1, 1)
+    cost_w = k1 * n_sv * d + n * per_row * n_pairs + LINEAR_W_CLASS_COST * n_classes
+    return cost_w < n * n_sv * (per_row + k1)
+
+
 def check_finite_kernel(kern, X):
     """ValueError when the kernel is not finite on the training data ``X``: the diagonal
     (every row) and a block over the rows of largest norm (where products overflow)."""
@@ -1264,6 +1309,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         pa, pb = pair_classes(n_classes)  # the pairs (a, b), a < b, in LIBSVM's order
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
+        if weights_pay(self.kernel, X, self.support_.shape[0], n_classes):
+            W = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)
+            out[:] = np.asarray(X @ W.T) + self.intercept_
+            return out
         small = n * self.support_.shape[0] <= SMALL_BLOCK_VALUES
         if n_classes == 2 and self.support_.shape[0] and self.kernel != "precomputed" and not small:
             # no kernel block stored: the fused loop of the gradient rebuild where it applies
@@ -1358,24 +1407,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             raise AttributeError("coef_ is only available when using a linear kernel")
         if self._linear_w is not None and self.support_.shape[0] == 0:
             return self._linear_w.copy()
-        n_classes = self.classes_.shape[0]
-        SV = self.support_vectors_
-        if n_classes == 2:
-            w = (
-                np.asarray(self.dual_coef_ @ SV)
-                if not sp.issparse(SV)
-                else np.asarray(sp.csr_matrix(self.dual_coef_) @ SV).reshape(1, -1)
-            )
-            return np.asarray(w).reshape(1, -1)
-        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        rows = []
-        for a in range(n_classes):
-            sa = slice(starts[a], starts[a + 1])
-            for b in range(a + 1, n_classes):
-                sb = slice(starts[b], starts[b + 1])
-                w = SV[sa].T @ self.dual_coef_[b - 1, sa] + SV[sb].T @ self.dual_coef_[a, sb]
-                rows.append(np.asarray(w).ravel())
-        return np.vstack(rows)
+        return linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)
 
     @property
     def n_iter(self):  # pragma: no cover - convenience alias
