@@ -405,9 +405,10 @@ def test_finite_kernel_bound_skips_only_what_cannot_overflow(kernel, params, sca
 
 
 def test_pair_classes_are_libsvm_order_and_read_only():
-    from maxmargin.svm import _pair_signs, ovr_from_ovo, pair_classes
+    from maxmargin import votes as ovo_votes
+    from maxmargin.svm import ovr_from_ovo, pair_classes
 
-    for k in (2, 3, 7):
+    for k in (2, 3, 7, 40):
         pa, pb = pair_classes(k)
         ra, rb = np.triu_indices(k, k=1)
         np.testing.assert_array_equal(pa, ra)
@@ -415,16 +416,25 @@ def test_pair_classes_are_libsvm_order_and_read_only():
         assert pair_classes(k)[0] is pa  # kept
         with pytest.raises(ValueError):
             pa[0] = 5
-        dec = np.random.default_rng(k).normal(size=(4, pa.shape[0]))
-        conf = np.zeros((4, k))
+        rng = np.random.default_rng(k)
+        n = 3000 if k == 40 else 4  # 40 classes: above votes.PARALLEL_MIN_VALUES, the parallel loops
+        dec = rng.normal(size=(n, pa.shape[0]))
+        dec[rng.random(dec.shape) < 0.05] = 0.0  # ties: a zero value votes for b in predict, for a in 'ovr'
+        conf = np.zeros((n, k))
+        ovr_votes = np.zeros((n, k))
+        predict_votes = np.zeros((n, k))
         for p, (a, b) in enumerate(zip(ra, rb)):
             conf[:, a] += dec[:, p]
             conf[:, b] -= dec[:, p]
-        np.testing.assert_allclose(np.asarray((_pair_signs(k) @ dec.T).T), conf)
-        votes = np.zeros((4, k))
-        for p, (a, b) in enumerate(zip(ra, rb)):
-            votes[np.arange(4), np.where(dec[:, p] >= 0, a, b)] += 1
-        np.testing.assert_allclose(ovr_from_ovo(dec, k), votes + conf / (3 * (np.abs(conf) + 1)))
+            ovr_votes[np.arange(n), np.where(dec[:, p] >= 0, a, b)] += 1
+            predict_votes[np.arange(n), np.where(dec[:, p] > 0, a, b)] += 1
+        np.testing.assert_allclose(ovr_from_ovo(dec, k), ovr_votes + conf / (3 * (np.abs(conf) + 1)), rtol=1e-13)
+        np.testing.assert_array_equal(ovo_votes.labels_by_votes(dec, k), np.argmax(predict_votes, axis=1))
+        # the pair values from the per-class products M[a][:, c] (see votes.py)
+        M = rng.normal(size=(k, n, max(k - 1, 1)))
+        intercept = rng.normal(size=pa.shape[0])
+        out = ovo_votes.values_from_class_sums(M, intercept, np.empty((n, pa.shape[0])))
+        np.testing.assert_array_equal(out, (M[ra, :, rb - 1] + M[rb, :, ra]).T + intercept)
 
 
 def test_non_finite_dual_coefficients_raise():

@@ -44,7 +44,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import formulations, probability, scaleout
+from . import formulations, probability, scaleout, votes
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
@@ -85,29 +85,10 @@ def pair_classes(n_classes):
     return pa, pb
 
 
-@functools.lru_cache(maxsize=8)
-def _pair_signs(n_classes):
-    """The (n_classes, n_pairs) CSR matrix adding pair k's value to class pa[k] and subtracting it from pb[k]
-    (kept per class count: building it took ~0.2 ms of a small ``decision_function``)."""
-    pa, pb = pair_classes(n_classes)
-    m = pa.shape[0]
-    signs = sp.csr_matrix(
-        (np.r_[np.ones(m), -np.ones(m)], (np.r_[pa, pb], np.r_[np.arange(m), np.arange(m)])), shape=(n_classes, m)
-    )
-    signs.data.flags.writeable = False
-    return signs
-
-
 def ovr_from_ovo(dec, n_classes):
     """One-vs-rest scores from one-vs-one decision values (scikit-learn's rule:
-    votes plus confidences squashed into (-1/3, 1/3) to break ties)."""
-    n = dec.shape[0]
-    pa, pb = pair_classes(n_classes)
-    # pair k adds its value to class pa[k] and subtracts it from pb[k]: one sparse product for all pairs
-    conf = np.asarray((_pair_signs(n_classes) @ dec.T).T)
-    winner = np.where(dec >= 0, pa, pb) + (np.arange(n) * n_classes)[:, None]  # a zero value votes for pa
-    votes = np.bincount(winner.ravel(), minlength=n * n_classes).reshape(n, n_classes).astype(np.float64)
-    return votes + conf / (3 * (np.abs(conf) + 1))
+    votes plus confidences squashed into (-1/3, 1/3) to break ties); compiled, :func:`maxmargin.votes.ovr_scores`."""
+    return votes.ovr_scores(dec, n_classes)
 
 
 #: the folds of a large binary problem go to the batched solver from this many features (see SVC._folds_batched)
@@ -1307,7 +1288,6 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_pairs = n_classes * (n_classes - 1) // 2
         out = np.empty((n, n_pairs))
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        pa, pb = pair_classes(n_classes)  # the pairs (a, b), a < b, in LIBSVM's order
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
         if weights_pay(self.kernel, X, self.support_.shape[0], n_classes):
             W = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)
@@ -1338,7 +1318,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 for a in range(n_classes):
                     sa = slice(starts[a], starts[a + 1])
                     np.matmul(Kb[:, sa], self.dual_coef_[:, sa].T, out=M[a])
-            out[s:e] = (M[pa, :, pb - 1] + M[pb, :, pa]).T + self.intercept_
+            votes.values_from_class_sums(M, self.intercept_, out[s:e])
         return out
 
     def decision_function(self, X):
@@ -1377,13 +1357,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return self.classes_[(dec[:, 0] >= 0).astype(int)]
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(ovr_from_ovo(dec, n_classes), axis=1)]
-        # one vote a pair: to its first class a where the value is > 0, else to b (LIBSVM);
-        # counted for all pairs at once (100 classes: 4950 pairs)
-        n = dec.shape[0]
-        pa, pb = pair_classes(n_classes)
-        winner = np.where(dec > 0, pa, pb) + (np.arange(n) * n_classes)[:, None]
-        votes = np.bincount(winner.ravel(), minlength=n * n_classes).reshape(n, n_classes)
-        return self.classes_[np.argmax(votes, axis=1)]
+        # one vote a pair: to its first class a where the value is > 0, else to b (LIBSVM), compiled
+        return self.classes_[votes.labels_by_votes(dec, n_classes)]
 
     def predict(self, X):
         """Class labels: the sign for two classes, one-vs-one voting otherwise
