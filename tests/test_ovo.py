@@ -218,7 +218,8 @@ def test_pairs_that_finished_before_a_stop_count_as_converged():
     pairs = [(0, 1), (0, 2), (1, 2)]
     res = ovo.solve_pairs(block_data(X, kern), y, C, pairs, tol=1e-3)
     res["status"] = "time_limit"  # as if the run had stopped after these pairs...
-    res["alpha"][2] = res["grad"][2] = None  # ...before the last one started
+    res["solved"][2] = False  # ...before the last one started (as solve_pairs marks it)
+    assert res["alpha"][2] is None and res["grad"][2] is None  # its per-pair views say so too
     fits = fits_from_pairs(res, C, kern, X, "smo", tol=1e-3)
     assert [f.converged for f in fits] == [True, True, False]
     assert fits[2].status == "time_limit" and fits[0].status == "converged"

@@ -514,8 +514,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Per-sample upper bounds of the dual from sample times class weights."""
         raise NotImplementedError
 
-    def _check_feasible(self, members, bounds, pairs):
-        """Hook: raise ValueError when a binary problem has no feasible point."""
+    def _check_feasible(self, members, bounds, classes):
+        """Hook: raise ValueError when a binary problem (``members``, the pairs of ``classes`` in LIBSVM's order)
+        has no feasible point."""
 
     def _fit_pair(self, X, y, bounds, kern, options, alpha0=None, rows=None):  # pragma: no cover - abstract
         """Fit one binary problem; returns a :class:`maxmargin.formulations.BinaryFit`."""
@@ -564,7 +565,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             raise ValueError(
                 f"after removing samples of zero weight, classes {ca!r} and {cb!r} do not both have samples left"
             )
-        self._check_feasible(members, C_all, [(classes[a], classes[b]) for a, b in pairs])
+        self._check_feasible(members, C_all, classes)
         warm = self._previous_alphas(n, classes, pairs, members)
 
         self.classes_ = classes
@@ -671,7 +672,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         ):
             return none
         workers = cores()
-        sizes = np.fromiter((rows.shape[0] for rows, _ in members), dtype=np.float64, count=len(members))
+        offsets = getattr(members, "offsets", None)
+        sizes = (
+            np.diff(offsets).astype(np.float64)
+            if offsets is not None
+            else np.fromiter((rows.shape[0] for rows, _ in members), dtype=np.float64, count=len(members))
+        )
         eligible = ovo.pair_fits(sizes, self.cache_size, workers)  # elementwise over the pairs' sizes
         if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_PAIR_ROWS):
             # the linear kernel on few features: pairs of MIN_PAIR_ROWS rows and more go through the registry,
@@ -680,7 +686,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them;
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
         k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))
-        pairs = list(zip(*pair_classes(k)))
+        pairs = np.column_stack(pair_classes(k))
         counts = np.zeros(k)
         counts[0] = np.count_nonzero(members[0][1] > 0)
         for b in range(1, k):
@@ -772,7 +778,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         are solved there too, right after each pair (:mod:`maxmargin.solvers.ovo_folds`); their
         held-out decision values go to the fits as ``cv_decision`` (rows in increasing order).  ``done``: pairs
         solved already (:meth:`_easy_pairs`), by pair number."""
-        chosen = [p for p in range(len(pairs)) if compiled[p]]
+        chosen = np.flatnonzero(compiled).tolist()
         if not chosen:  # every pair solved already (done) or by the usual route
             return self._fit_pairs_rest(X, members, C_all, kern, precomputed, [None] * len(pairs), done)
         report = report_of(self)
@@ -787,7 +793,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             block_data(X, kern),
             y_idx,
             C_all,
-            [pairs[p] for p in chosen],
+            np.column_stack(pair_classes(self.classes_.shape[0]))[chosen],
             tol=self.tol,
             max_iter=self.max_iter,
             shrinking=bool(self.shrinking),
@@ -952,8 +958,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
         spos = np.full(n, -1, dtype=np.int64)
         spos[support] = np.arange(support.shape[0])
-        pa = np.array([a for a, _ in pairs], dtype=np.int64)
-        pb = np.array([b for _, b in pairs], dtype=np.int64)
+        pa, pb = pair_classes(n_classes)  # pairs: all of them, in this order
         sel = alpha_all > 0
         r_sel, p_sel = rows_all[sel], pair_all[sel]
         # a support vector of class a sits in dual_coef_ row b-1 for pair (a, b), of class b in row a
@@ -1029,13 +1034,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         own class (or were left out of a pair, zero weight) need the decision values
         of every pair, computed from the support vectors."""
         n, k = X.shape[0], self.classes_.shape[0]
-        rows = np.concatenate([r for r, _ in members])
+        flat = getattr(members, "rows_flat", None) is not None
+        rows = members.rows_flat if flat else np.concatenate([r for r, _ in members])
         arrays = getattr(fits, "arrays", None)
         decision = (
             arrays["decision"] if arrays is not None else np.concatenate([f.extra["train_decision"] for f in fits])
         )
         first = decision > 0  # the vote: first class
-        own_first = np.concatenate([ysub for _, ysub in members]) > 0
+        own_first = (members.ysub_flat if flat else np.concatenate([ysub for _, ysub in members])) > 0
         wins = np.bincount(rows[first == own_first], minlength=n)
         rest = np.flatnonzero(wins < k - 1)
         if rest.size == 0:
@@ -1741,10 +1747,11 @@ class NuSVC(BaseSVMClassifier):
     def _upper_bounds(self, weights):
         return np.asarray(weights, dtype=np.float64)
 
-    def _check_feasible(self, members, bounds, pairs):
+    def _check_feasible(self, members, bounds, classes):
         def label(c):
             return repr(c.item() if hasattr(c, "item") else c)
 
+        pairs = zip(*(classes[side] for side in pair_classes(classes.shape[0])))
         for (rows, ysub), (ca, cb) in zip(members, pairs):
             wa = float(bounds[rows][ysub > 0].sum())
             wb = float(bounds[rows][ysub < 0].sum())

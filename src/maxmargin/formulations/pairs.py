@@ -28,7 +28,7 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     pos = np.arange(rows.shape[0]) - np.repeat(starts, sizes)
     y = np.where(pos < np.repeat(n_a, sizes), 1.0, -1.0)
     if "alpha_flat" in res:  # flat arrays, pair p at starts[p]: no per-pair concatenation
-        solved = np.asarray(res["solved"], dtype=bool) & np.array([a is not None for a in res["alpha"]], dtype=bool)
+        solved = np.asarray(res["solved"], dtype=bool)  # a pair's alpha is there where it was solved
         unsolved = np.flatnonzero(~solved).tolist()
         alpha = np.array(res["alpha_flat"], dtype=np.float64)
         grad = np.array(res["grad_flat"], dtype=np.float64)
