@@ -44,7 +44,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import formulations, probability, scaleout, votes
+from . import dedup, formulations, probability, scaleout, votes
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
@@ -238,6 +238,13 @@ def check_finite_solution(coef, rho):
             "the dual coefficients or the intercept are not finite (NaN or inf): the kernel values "
             f"overflow on this data, which may hold very large values: {_SCALE_ADVICE}"
         )
+
+
+def _error_share(wrong, row_counts=None):
+    """The share of training rows in ``wrong``; each row counting ``row_counts`` times where given."""
+    if row_counts is None:
+        return float(np.mean(wrong)) if wrong.size else 0.0
+    return float(np.dot(row_counts, wrong) / max(np.sum(row_counts), 1))
 
 
 def warn_not_converged(tol, fits, stacklevel=3):
@@ -553,6 +560,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             else np.ones(classes.shape[0])
         )
         C_all = self._upper_bounds(sw * cw[y_idx])
+        # identical rows of one class as one row with their bounds summed (exact; dedup.py), expanded after the fit
+        dup = dedup.find(X, y_idx, C_all) if self._merges_duplicates() else None
+        X_all, y_all, C_rows = X, y_idx, C_all
+        if dup is not None:
+            X, y_idx, C_all = X[dup.keep], y_idx[dup.keep], dup.C
+            n = X.shape[0]
 
         n_classes = classes.shape[0]
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
@@ -569,7 +582,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         warm = self._previous_alphas(n, classes, pairs, members)
 
         self.classes_ = classes
-        kern = self._fit_kernel(X)
+        kern = self._fit_kernel(X_all)  # gamma='scale' from every row
         report = report_of(self)
         report.begin(len(pairs), probability=bool(self.probability))
         fits = []
@@ -602,7 +615,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             # stopped by a callback: the pairs not started keep the zero solution (usable, not converged)
             for rows, _ in members[len(fits) :]:
                 fits.append(formulations.BinaryFit(np.zeros(rows.shape[0]), 0.0, 0.0, 0, np.inf, False, "callback"))
-        self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
+        self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern, None if dup is None else dup.counts)
+        if dup is not None:
+            self._expand_duplicates(dup, X_all, y_all, C_rows)
         if self.probability:
             self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed, plans)
         else:
@@ -613,6 +628,24 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if not precomputed:
             self._get_kernel()  # prepared here, so that predicting leaves __dict__ unchanged
         return self
+
+    def _merges_duplicates(self):
+        """Whether identical training rows of one class are solved as one (:mod:`maxmargin.dedup`); per estimator."""
+        return False
+
+    def _expand_duplicates(self, dup, X, y_idx, C):
+        """The model fitted on the merged rows as a model of all rows ``X``: each merged row's coefficients split
+        over its group (:func:`maxmargin.dedup.expand`), the support vectors ordered by class then row as LIBSVM's
+        (the decision function is unchanged; the training error was counted over every row by :meth:`_set_model`)."""
+        rows, dual = dedup.expand(self.dual_coef_, self.support_, dup, C)
+        order = np.lexsort((rows, y_idx[rows]))
+        support = rows[order]
+        self.support_ = support.astype(np.int32)
+        self.support_vectors_ = X[support]
+        self.dual_coef_ = dual[:, order]
+        self.n_support_ = np.bincount(y_idx[support], minlength=self.classes_.shape[0]).astype(np.int32)
+        self.shape_fit_ = X.shape
+        self.loo_bound_ = float(support.shape[0] / max(X.shape[0], 1))
 
     def _pair_workers(self, members, warm, X=None):
         """How many one-vs-one problems to solve at once (threads).
@@ -921,7 +954,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             out.append(full[rows] * ratio)
         return out
 
-    def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+    def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern, row_counts=None):
+        """The fitted attributes from the pairs' ``fits``; ``row_counts``: how many training rows each row of ``X``
+        stands for (merged duplicates, :mod:`maxmargin.dedup`), for the training error."""
         # the compiled pairs' fits carry their values as flat arrays (formulations.pairs.PairFits):
         # no per-pair objects are built below (300 classes: 44,850 pairs)
         arrays = getattr(fits, "arrays", None)
@@ -1017,14 +1052,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             and not (self.break_ties and self.decision_function_shape == "ovr")
             and (arrays is not None or all(f.extra.get("train_decision") is not None for f in fits))
         ):
-            self.train_error_ = self._train_error_by_votes(X, y_idx, fits, members)
+            self.train_error_ = self._train_error_by_votes(X, y_idx, fits, members, row_counts)
         else:
             pred = self._predict_from_ovo(dec) if dec is not None else self._by_row_chunks(X, self._predict_from_ovo)
-            self.train_error_ = float(np.mean(pred != self.classes_[y_idx]))
+            self.train_error_ = _error_share(pred != self.classes_[y_idx], row_counts)
         if arrays is None or not bool(np.all(arrays["converged"])):
             warn_not_converged(self.tol, fits, stacklevel=4)
 
-    def _train_error_by_votes(self, X, y_idx, fits, members):
+    def _train_error_by_votes(self, X, y_idx, fits, members, row_counts=None):
         """The voting rule's training error, with kernel products only where needed.
 
         A training point of class c takes part in the k-1 pairs (c, e), whose solvers
@@ -1046,8 +1081,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         rest = np.flatnonzero(wins < k - 1)
         if rest.size == 0:
             return 0.0
-        pred = self._by_row_chunks(X[rest], self._predict_from_ovo)
-        return float(np.sum(pred != self.classes_[y_idx[rest]])) / n
+        wrong = np.zeros(n, dtype=bool)
+        wrong[rest] = self._by_row_chunks(X[rest], self._predict_from_ovo) != self.classes_[y_idx[rest]]
+        return _error_share(wrong, row_counts)
 
     def _w_norm_of(self, fit, rows, ysub, C_all, X, kern):
         """||w|| in feature space of one binary problem."""
@@ -1549,9 +1585,9 @@ class SVC(BaseSVMClassifier):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"solver_options must be a dict or None, got {self.solver_options!r}")
 
-    def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern):
+    def _set_model(self, X, y_idx, fits, members, pairs, n, C_all, kern, row_counts=None):
         set_early_model(self, None, None)  # nothing left from an earlier fit
-        super()._set_model(X, y_idx, fits, members, pairs, n, C_all, kern)
+        super()._set_model(X, y_idx, fits, members, pairs, n, C_all, kern, row_counts)
         early = fits[0].extra.get("early") if len(fits) == 1 else None
         set_early_model(self, early, members[0][0] if early is not None else None)
 
@@ -1569,6 +1605,16 @@ class SVC(BaseSVMClassifier):
 
     def _upper_bounds(self, weights):
         return self.C * weights
+
+    def _merges_duplicates(self):
+        return (
+            self.formulation == "l1"
+            and self.solver in ("auto", "smo", "ipm")
+            and not self.probability
+            and not self.warm_start
+            and isinstance(self.kernel, str)
+            and self.kernel != "precomputed"
+        )
 
     def _pairs_use_smo(self):
         if self.solver_options and "callback" in self.solver_options:

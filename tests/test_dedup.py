@@ -1,0 +1,137 @@
+"""Identical rows of one class solved as one row (maxmargin.dedup): the model of every row is LIBSVM's optimum."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import kkt_violation
+from sklearn.svm import SVC as SkSVC
+
+from maxmargin import SVC, dedup
+from maxmargin.kernels.objects import make_kernel
+
+
+def _repeated(rng, n_distinct=600, n=3000, d=3, k=2, flip=0.1):
+    """Rows drawn from ``n_distinct`` quantised points (values on a grid, so rows repeat), labels from a rule with
+    some flipped: identical rows with different labels too."""
+    base = np.round(rng.normal(size=(n_distinct, d)) * 4) / 4
+    X = base[rng.integers(0, n_distinct, n)]
+    score = X[:, 0] + 0.5 * X[:, 1] ** 2
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, k + 1)[1:-1]))
+    flipped = rng.random(n) < flip
+    y[flipped] = rng.integers(0, k, flipped.sum())
+    return X, y
+
+
+def _dual_objective_and_kkt(model, X, y_pm, C_rows, kernel, rows=None):
+    """The binary dual objective of a model's coefficients over all training rows (0 off the support vectors)
+    and the KKT violation there."""
+    alpha = np.zeros(X.shape[0])
+    alpha[model.support_] = np.abs(model.dual_coef_[0])
+    K = kernel(X, X)
+    Q = (y_pm[:, None] * y_pm[None, :]) * K
+    obj = 0.5 * alpha @ Q @ alpha - alpha.sum()
+    return obj, kkt_violation(Q, -np.ones(X.shape[0]), y_pm, C_rows, alpha), alpha
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_binary_fit_on_merged_rows_is_libsvms_optimum(rng, sparse):
+    X, y = _repeated(rng)
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    C = 2.0
+    found = dedup.find(X, y, C * w)
+    assert found is not None and found.keep.shape[0] < 0.5 * X.shape[0]  # the merged route is the one tested
+    Xf = sp.csr_matrix(X) if sparse else X
+    ours = SVC(C=C, gamma=0.8, tol=1e-6).fit(Xf, y, sample_weight=w)
+    ref = SkSVC(C=C, gamma=0.8, tol=1e-6).fit(X, y, sample_weight=w)
+    kern = make_kernel("rbf", gamma=0.8)
+    y_pm = np.where(y == ours.classes_[1], 1.0, -1.0)
+    obj, viol, alpha = _dual_objective_and_kkt(ours, X, y_pm, C * w, kern)
+    ref_obj = _dual_objective_and_kkt(ref, X, y_pm, C * w, kern)[0]
+    assert obj == pytest.approx(ref_obj, rel=1e-6)
+    assert viol < 1e-5
+    # a solution of the original problem: every row within its own box, y'a = 0
+    assert np.all(alpha <= C * w * (1 + 1e-12)) and abs(alpha @ y_pm) < 1e-8
+    assert ours.support_.shape[0] == np.count_nonzero(alpha)
+    assert np.all(np.diff(ours.support_[: ours.n_support_[0]]) > 0)  # by class, then row, as LIBSVM
+    sv = ours.support_vectors_
+    np.testing.assert_allclose(sv.toarray() if sparse else sv, X[ours.support_])
+    np.testing.assert_allclose(ours.decision_function(Xf), ref.decision_function(X), atol=1e-4)
+    assert ours.shape_fit_ == X.shape
+    assert ours.train_error_ == pytest.approx(np.mean(ours.predict(Xf) != y))
+    assert ours.loo_bound_ == pytest.approx(ours.support_.shape[0] / X.shape[0])
+
+
+def test_multiclass_with_class_weights_matches_libsvm(rng):
+    X, y = _repeated(rng, n_distinct=500, n=2500, k=4)
+    assert dedup.find(X, y, np.ones(X.shape[0])) is not None
+    params = dict(C=3.0, gamma=0.5, tol=1e-6, class_weight={0: 2.0, 3: 0.5})
+    ours = SVC(**params).fit(X, y)
+    ref = SkSVC(**params).fit(X, y)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-4)
+    np.testing.assert_allclose(
+        ours.decision_function(X), ref.decision_function(X), atol=1e-4
+    )  # 'ovr' scores, from every pair
+    assert np.mean(ours.predict(X) == ref.predict(X)) > 0.999
+    # every coefficient within its row's bound, and the pair sums y'a = 0 hold on the split coefficients
+    bound = 3.0 * np.array([2.0, 1.0, 1.0, 0.5])[y[ours.support_]]
+    assert np.all(np.abs(ours.dual_coef_) <= bound * (1 + 1e-12))
+    assert np.all(ours.n_support_ == np.bincount(y[ours.support_], minlength=4))
+    assert ours.train_error_ == pytest.approx(np.mean(ours.predict(X) != y))
+
+
+def test_merging_is_invisible_but_faster_in_the_solver(rng, monkeypatch):
+    """The same data with merging off: the same decision function and gamma='scale' (from every row, not the
+    distinct ones), and the merged problem's solver saw fewer rows."""
+    X, y = _repeated(rng)
+    merged = SVC(tol=1e-6).fit(X, y)
+    monkeypatch.setattr(dedup, "MIN_ROWS", 10**9)
+    plain = SVC(tol=1e-6).fit(X, y)
+    assert merged._gamma == plain._gamma
+    np.testing.assert_allclose(merged.decision_function(X), plain.decision_function(X), atol=1e-4)
+    assert merged.objective_[0] == pytest.approx(plain.objective_[0], rel=1e-6)
+
+
+def test_groups_keep_rows_apart_on_a_hash_collision():
+    """Rows with equal keys but different values or labels, or a zero bound, are not merged."""
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 3.0], [1.0, 2.0], [-0.0, 0.0], [0.0, 0.0], [1.0, 2.0]])
+    labels = np.array([0, 0, 0, 1, 0, 0, 0])
+    mergeable = np.array([True, True, True, True, True, True, False])
+    keys = np.zeros(7, dtype=np.uint64)  # every row collides
+    order = np.arange(7)
+    group = np.empty(7, dtype=np.int64)
+    z = np.zeros(1)
+    dedup._groups(order, keys, labels, mergeable, True, X, z, np.zeros(1, dtype=np.int64), np.zeros(2, np.int64), group)
+    # rows 0 and 1 merge; 2 differs, 3 has another label, 4 and 5 (zeros) differ from row 0, 6 may not merge
+    np.testing.assert_array_equal(group, [0, 0, 2, 3, 4, 5, 6])
+    # -0.0 and 0.0 hash alike
+    h = np.empty(2, dtype=np.uint64)
+    dedup._dense_hashes(X[4:6], np.zeros(2, dtype=np.int64), h)
+    assert h[0] == h[1]
+
+
+def test_expand_splits_each_group_in_row_order():
+    """A group's coefficient fills its rows' bounds in row order; a group at its summed bound puts every row at
+    its own bound."""
+    dup = dedup.Duplicates(
+        keep=np.array([0, 1]), group=np.array([0, 1, 0, 0, 1]), C=np.array([3.0, 2.0]), counts=np.array([3, 2])
+    )
+    C_rows = np.ones(5)
+    rows, dual = dedup.expand(np.array([[1.5, -2.0]]), np.array([0, 1]), dup, C_rows)
+    np.testing.assert_array_equal(rows, [0, 1, 2, 4])
+    np.testing.assert_allclose(dual, [[1.0, -1.0, 0.5, -1.0]])
+
+
+def test_not_merged_where_it_does_not_apply(rng):
+    X, y = _repeated(rng)
+    assert dedup.find(X[:500], y[:500], np.ones(500)) is None  # too few rows
+    distinct = rng.normal(size=(3000, 3))
+    assert dedup.find(distinct, y, np.ones(3000)) is None  # nothing repeats
+    for est in (
+        SVC(probability=True),
+        SVC(kernel="precomputed"),
+        SVC(formulation="l2"),
+        SVC(solver="frank_wolfe"),
+        SVC(kernel=lambda A, B: A @ B.T),
+    ):
+        assert not est._merges_duplicates()
+    assert SVC()._merges_duplicates()
