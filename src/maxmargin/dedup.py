@@ -21,7 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, uint64
+from numba import njit, prange, uint64
+
+from ._jit import parallel_and_serial
 
 #: fewer training rows than this are never merged (the search costs more than it can save)
 MIN_ROWS = 2000
@@ -37,16 +39,20 @@ def _mix(h, v):
     return h
 
 
-@njit(cache=True, nogil=True)
-def _dense_hashes(X, labels, out):
-    bits = np.empty(1, dtype=np.float64)
-    ubits = bits.view(np.uint64)
-    for i in range(X.shape[0]):
+def _dense_hashes_py(X, labels, out):
+    for i in prange(X.shape[0]):
+        bits = np.empty(1, dtype=np.float64)
+        ubits = bits.view(np.uint64)
         h = uint64(labels[i]) * _MIX
         for j in range(X.shape[1]):
             bits[0] = X[i, j] + 0.0  # -0.0 + 0.0 = 0.0
             h = _mix(h, ubits[0])
         out[i] = h
+
+
+_dense_hashes_par, _dense_hashes = parallel_and_serial(_dense_hashes_py)
+#: dense rows of at least this many values in all are hashed on every core
+PARALLEL_MIN_VALUES = 1 << 18
 
 
 @njit(cache=True, nogil=True)
@@ -131,8 +137,13 @@ def find(X, labels, C):
         Xd = np.zeros((1, 1))
     else:
         Xd = np.ascontiguousarray(X, dtype=np.float64)
-        _dense_hashes(Xd, labels, keys)
+        (_dense_hashes_par if Xd.size >= PARALLEL_MIN_VALUES else _dense_hashes)(Xd, labels, keys)
         data, indices, indptr = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    # equal rows have equal keys: with too many distinct keys there are too many groups (a plain sort: 0.3 ms
+    # for 20,000 rows, the stable one below 2.6 ms)
+    sorted_keys = np.sort(keys)
+    if 1 + np.count_nonzero(sorted_keys[1:] != sorted_keys[:-1]) > MAX_SHARE * n:
+        return None
     order = np.argsort(keys, kind="stable")
     group = np.empty(n, dtype=np.int64)
     mergeable = np.asarray(C) > 0
