@@ -11,7 +11,8 @@ matrix, the sigmoid and a degree-4 polynomial kernel, 50 classes, 8 and 20 class
 support vectors), 20 small classes (SVC and NuSVC) and 8 overlapping ones, rows repeated ten times, binary sparse rows
 as CSR, CSC and integers, regression on sparse rows and with targets in the thousands, one-class on 20,000
 rows, the linear kernel on few features with overlapping classes (C = 0.1-10, 3 classes, SVR), wide dense data
-with far fewer rows than features (gene-expression shape, n << d), and the latency of
+with far fewer rows than features (gene-expression shape, n << d), 300 classes of 10 rows, rows that repeat
+(pixel colours, one-hot categories), and the latency of
 ``predict`` on one row.  Every fit runs once untimed (compilation), then ``--repeat`` times; the table gives
 medians and maxmargin / scikit-learn (< 1: maxmargin faster) for the fit and for ``predict`` on the test rows,
 and the agreement of the two predictions.  Time it on a quiet machine.
@@ -101,6 +102,23 @@ def _cases():
     case("linear", "linear kernel, 3 classes 6,000 x 10, C=1", "SVC", {"kernel": "linear"}, Xl3, yl3)
     Xlr, ylr = make_regression(4000, 10, noise=20.0, random_state=2)
     case("linear", "linear-kernel SVR 4,000 x 10, C=10", "SVR", {"kernel": "linear", "C": 10.0}, Xlr / 50, ylr / 50)
+    # many classes of few rows each (face identification: 300 people, 10 embeddings each); predict on every row
+    rng = np.random.default_rng(21)
+    Xm = np.repeat(rng.normal(size=(300, 64)), 10, axis=0) + 0.6 * rng.normal(size=(3000, 64))
+    ym = np.repeat(np.arange(300), 10)
+    case("manyclass", "300 classes x 10 rows, 64-D", "SVC", {}, Xm, ym)
+    case("manyclass", "the same, linear kernel", "SVC", {"kernel": "linear"}, Xm, ym)
+    # rows that repeat: few distinct values (pixel colours 0-255, as Skin_NonSkin) and one-hot categories
+    rgb = np.clip(rng.normal(128, 40, size=(80000, 3)).round(), 0, 255)
+    rgb[:20000] = np.clip(rng.normal((200, 140, 110), 12, size=(20000, 3)).round(), 0, 255)
+    yq = (np.arange(80000) < 20000) ^ (rng.random(80000) < 0.02)
+    case("repeats", "pixel colours 80,000 x 3, values 0-255", "SVC", {}, rgb / 255.0, yq.astype(int))
+    cats = rng.integers(0, 8, size=(30000, 4))
+    onehot = sp.csr_matrix(
+        (np.ones(120000), (np.repeat(np.arange(30000), 4), (cats + 8 * np.arange(4)).ravel())), shape=(30000, 32)
+    )
+    yc = ((cats[:, 0] + cats[:, 1]) % 3 == 0) ^ (rng.random(30000) < 0.1)
+    case("repeats", "one-hot, 4 categories of 8 levels, 30,000 rows", "SVC", {}, onehot, yc.astype(int))
     Xg = np.random.default_rng(0).normal(size=(200, 20000))
     yg = (Xg[:, :50].sum(axis=1) > 0).astype(int)
     case("wide", "200 x 20,000 dense, RBF", "SVC", {"gamma": "scale"}, Xg, yg)
