@@ -109,10 +109,13 @@ def _cases():
     case("manyclass", "300 classes x 10 rows, 64-D", "SVC", {}, Xm, ym)
     case("manyclass", "the same, linear kernel", "SVC", {"kernel": "linear"}, Xm, ym)
     # rows that repeat: few distinct values (pixel colours 0-255, as Skin_NonSkin) and one-hot categories
-    rgb = np.clip(rng.normal(128, 40, size=(80000, 3)).round(), 0, 255)
-    rgb[:20000] = np.clip(rng.normal((200, 140, 110), 12, size=(20000, 3)).round(), 0, 255)
+    rgb = np.clip(rng.normal(128, 40, size=(80000, 3)), 0, 255)
+    rgb[:20000] = np.clip(rng.normal((200, 140, 110), 12, size=(20000, 3)), 0, 255)
+    rgb = rgb // 8 * 8  # a 32-level palette: ~5,000 distinct colours
     yq = (np.arange(80000) < 20000) ^ (rng.random(80000) < 0.02)
-    case("repeats", "pixel colours 80,000 x 3, values 0-255", "SVC", {}, rgb / 255.0, yq.astype(int))
+    case("repeats", "pixel colours 80,000 x 3, 32 levels", "SVC", {}, rgb / 255.0, yq.astype(int))
+    zq = rgb[:, 0] / 255 + 0.5 * (rgb[:, 1] > 128)
+    case("repeats", "the same, SVR", "SVR", {}, rgb / 255.0, zq)
     cats = rng.integers(0, 8, size=(30000, 4))
     onehot = sp.csr_matrix(
         (np.ones(120000), (np.repeat(np.arange(30000), 4), (cats + 8 * np.arange(4)).ravel())), shape=(30000, 32)

@@ -135,3 +135,34 @@ def test_not_merged_where_it_does_not_apply(rng):
     ):
         assert not est._merges_duplicates()
     assert SVC()._merges_duplicates()
+
+
+def test_svr_merges_rows_with_the_same_target(rng):
+    """SVR: identical rows with the same target merge (rows with another target stay apart); the split model is
+    LIBSVM's optimum of the full problem (its dual objective, within each row's bound)."""
+    from sklearn.svm import SVR as SkSVR
+
+    from maxmargin import SVR
+
+    X, _ = _repeated(rng, n_distinct=400, n=2500)
+    z = np.round(np.sin(3 * X[:, 0]) + X[:, 1] ** 2, 1)
+    z[rng.random(X.shape[0]) < 0.05] += 0.5  # some repeats with another target
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    codes = np.unique(z, return_inverse=True)[1]
+    assert dedup.find(X, codes, w) is not None
+    params = dict(C=5.0, epsilon=0.05, gamma=0.7, tol=1e-6)
+    ours = SVR(**params).fit(X, z, sample_weight=w)
+    ref = SkSVR(**params).fit(X, z, sample_weight=w)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X), atol=1e-4)
+    kern = make_kernel("rbf", gamma=0.7)
+
+    def objective(m):
+        beta = np.zeros(X.shape[0])
+        beta[m.support_] = m.dual_coef_[0]
+        return 0.5 * beta @ kern(X, X) @ beta - z @ beta + 0.05 * np.abs(beta).sum(), beta
+
+    obj, beta = objective(ours)
+    assert obj == pytest.approx(objective(ref)[0], rel=1e-6)
+    assert np.all(np.abs(beta) <= 5.0 * w * (1 + 1e-12)) and abs(beta.sum()) < 1e-8
+    np.testing.assert_allclose(ours.support_vectors_, X[ours.support_])
+    assert np.all(np.diff(ours.support_) > 0)

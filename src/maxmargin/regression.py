@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import formulations
+from . import dedup, formulations
 from .callbacks import report_of, reports_progress
 from .kernels import densify_if_cheap
 from .kernels.objects import block_rows_for
@@ -101,12 +101,37 @@ class BaseSingleSVM(BaseKernelSVM):
         options = self._solver_options()
         if alpha0 is not None:
             options["alpha0"] = alpha0
+        # identical rows with the same target as one row, their bounds summed (exact; maxmargin.dedup)
+        dup = None
+        if alpha0 is None and self._merges_duplicates() and rows.shape[0] >= dedup.MIN_ROWS:
+            dup = dedup.find(X[rows], np.unique(z, return_inverse=True)[1], C)
+        solve_X, solve_z, solve_C, solve_rows = X, z, C, rows
+        if dup is not None:
+            solve_X, solve_z, solve_C, solve_rows = X[rows[dup.keep]], z[dup.keep], dup.C, np.arange(dup.keep.shape[0])
         with smo.kernel_row_pool(self._row_pool()):
             fit = formulations.fit(
-                self._formulation, X, z, C, kern, getattr(self, "solver", "auto"), rows=rows, **options, **params
+                self._formulation,
+                solve_X,
+                solve_z,
+                solve_C,
+                kern,
+                getattr(self, "solver", "auto"),
+                rows=solve_rows,
+                **options,
+                **params,
             )
-        self._set_single(X, rows, fit.coef, fit.rho, fit)
+        coef = fit.coef
+        if dup is not None:  # each merged row's coefficient split over its rows (their order, their bounds)
+            nz = np.flatnonzero(coef)
+            split_rows, split = dedup.expand(np.asarray(coef)[None, nz], nz, dup, C)
+            coef = np.zeros(rows.shape[0])
+            coef[split_rows] = split[0]
+        self._set_single(X, rows, coef, fit.rho, fit)
         return fit
+
+    def _merges_duplicates(self):
+        """Whether identical rows with the same target are solved as one (:mod:`maxmargin.dedup`); per estimator."""
+        return False
 
     def _set_single(self, X, rows, coef, rho, sol):
         """Fitted attributes from the coefficients ``coef`` of the rows ``rows`` (ascending)."""
@@ -256,6 +281,9 @@ class SVR(_BaseRegressor):
         C_old = getattr(self, "_C_fit", None)
         b = beta[rows] * (self.C / C_old if C_old else 1.0)
         return np.r_[np.maximum(b, 0.0), np.maximum(-b, 0.0)]
+
+    def _merges_duplicates(self):
+        return not self.warm_start and isinstance(self.kernel, str) and self.kernel != "precomputed"
 
     @reports_progress
     def fit(self, X, y, sample_weight=None):
