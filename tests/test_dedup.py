@@ -166,3 +166,28 @@ def test_svr_merges_rows_with_the_same_target(rng):
     assert np.all(np.abs(beta) <= 5.0 * w * (1 + 1e-12)) and abs(beta.sum()) < 1e-8
     np.testing.assert_allclose(ours.support_vectors_, X[ours.support_])
     assert np.all(np.diff(ours.support_) > 0)
+
+
+def test_one_class_merges_identical_rows(rng):
+    """OneClassSVM (e'a = nu sum w, 0 <= a_i <= w_i): the merged fit is LIBSVM's optimum of the full problem."""
+    from sklearn.svm import OneClassSVM as SkOneClassSVM
+
+    from maxmargin import OneClassSVM
+
+    X, _ = _repeated(rng, n_distinct=300, n=2500)
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    assert dedup.find(X, np.zeros(X.shape[0], dtype=np.int64), w) is not None
+    ours = OneClassSVM(nu=0.2, gamma=0.5, tol=1e-6).fit(X, sample_weight=w)
+    ref = SkOneClassSVM(nu=0.2, gamma=0.5, tol=1e-6).fit(X, sample_weight=w)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-4)
+    K = make_kernel("rbf", gamma=0.5)(X, X)
+
+    def objective(m):
+        a = np.zeros(X.shape[0])
+        a[m.support_] = m.dual_coef_[0]
+        return 0.5 * a @ K @ a, a
+
+    obj, a = objective(ours)
+    assert obj == pytest.approx(objective(ref)[0], rel=1e-6)
+    assert np.all(a <= w * (1 + 1e-12)) and a.sum() == pytest.approx(0.2 * w.sum())
+    assert ours.offset_ == pytest.approx(ref.offset_[0] if np.ndim(ref.offset_) else ref.offset_, abs=1e-4)

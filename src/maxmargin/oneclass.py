@@ -92,6 +92,10 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
         self.time_limit = time_limit
         self.solver = solver
 
+    def _merges_duplicates(self):
+        # e'a = nu sum(w) and 0 <= a_i <= w_i: a group's sum has the box [0, its summed weights] (dedup.py)
+        return isinstance(self.kernel, str) and self.kernel != "precomputed"
+
     @reports_progress
     def fit(self, X, y=None, sample_weight=None):
         """Fit on ``X`` (``y`` is ignored)."""
