@@ -104,7 +104,8 @@ class BaseSingleSVM(BaseKernelSVM):
         # identical rows with the same target as one row, their bounds summed (exact; maxmargin.dedup)
         dup = None
         if alpha0 is None and self._merges_duplicates() and rows.shape[0] >= dedup.MIN_ROWS:
-            dup = dedup.find(X[rows], np.unique(z, return_inverse=True)[1], C)
+            every = rows.shape[0] == X.shape[0]  # rows ascending: all of them, no copy
+            dup = dedup.find(X if every else X[rows], np.unique(z, return_inverse=True)[1], C)
         solve_X, solve_z, solve_C, solve_rows = X, z, C, rows
         if dup is not None:
             solve_X, solve_z, solve_C, solve_rows = X[rows[dup.keep]], z[dup.keep], dup.C, np.arange(dup.keep.shape[0])
@@ -153,13 +154,13 @@ class BaseSingleSVM(BaseKernelSVM):
 
     def _decision(self, X):
         """``f(x) = sum_j dual_coef_j K(sv_j, x) + intercept_`` in row blocks (validated X)."""
+        if weights_pay(self.kernel, X, self.support_.shape[0], 2):
+            w = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)[0]
+            return np.asarray(X @ w).ravel() + float(np.ravel(self.intercept_)[0])
         n = X.shape[0]
         out = np.empty(n)
         SV = densify_if_cheap(self.support_vectors_)
         c = np.asarray(self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else self.dual_coef_)[0]
-        if weights_pay(self.kernel, X, self.support_.shape[0], 2):
-            w = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)[0]
-            return np.asarray(X @ w).ravel() + float(np.ravel(self.intercept_)[0])
         rows = block_rows_for(max(self.support_.shape[0], 1))
         for s in range(0, n, rows):
             e = min(s + rows, n)

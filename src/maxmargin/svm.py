@@ -1328,13 +1328,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_classes = self.classes_.shape[0]
         n = X.shape[0]
         n_pairs = n_classes * (n_classes - 1) // 2
+        if weights_pay(self.kernel, X, self.support_.shape[0], n_classes):
+            W = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)
+            return (np.asarray(X @ W.T) + self.intercept_).reshape(n, max(n_pairs, 1))
         out = np.empty((n, n_pairs))
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
-        if weights_pay(self.kernel, X, self.support_.shape[0], n_classes):
-            W = linear_weights(self.dual_coef_, self.support_vectors_, self.n_support_)
-            out[:] = np.asarray(X @ W.T) + self.intercept_
-            return out
         small = n * self.support_.shape[0] <= SMALL_BLOCK_VALUES
         if n_classes == 2 and self.support_.shape[0] and self.kernel != "precomputed" and not small:
             # no kernel block stored: the fused loop of the gradient rebuild where it applies
