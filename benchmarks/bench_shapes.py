@@ -116,6 +116,8 @@ def _cases():
     case("repeats", "pixel colours 80,000 x 3, 32 levels", "SVC", {}, rgb / 255.0, yq.astype(int))
     zq = rgb[:, 0] / 255 + 0.5 * (rgb[:, 1] > 128)
     case("repeats", "the same, SVR", "SVR", {}, rgb / 255.0, zq)
+    case("repeats", "the same, 20,000 rows, NuSVC nu=0.3", "NuSVC", {"nu": 0.3}, rgb[::4] / 255.0, yq[::4].astype(int))
+    case("repeats", "the same, 20,000 rows, NuSVR nu=0.3", "NuSVR", {"nu": 0.3}, rgb[::4] / 255.0, zq[::4])
     cats = rng.integers(0, 8, size=(30000, 4))
     onehot = sp.csr_matrix(
         (np.ones(120000), (np.repeat(np.arange(30000), 4), (cats + 8 * np.arange(4)).ravel())), shape=(30000, 32)
@@ -184,8 +186,9 @@ def main(argv=None):
     ap.add_argument(
         "--only",
         nargs="*",
-        help="groups: gamma weights kernels classes sparse regression linear wide latency (default: all)",
+        help="groups: gamma weights kernels classes sparse regression linear manyclass repeats wide latency (default: all)",
     )
+    ap.add_argument("--match", default="", help="only the cases whose name holds this text (e.g. NuSVR)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     import sklearn.svm as sk
@@ -198,7 +201,7 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|")
     ratios = []
     for group, name, est, params, X, y, Xte, fit_kw in _cases():
-        if args.only and group not in args.only:
+        if (args.only and group not in args.only) or args.match not in name:
             continue
         a = _time(lambda: getattr(mm, est)(**params), X, y, Xte, fit_kw, args.repeat)
         b = _time(lambda: getattr(sk, est)(**params), X, y, Xte, fit_kw, args.repeat)

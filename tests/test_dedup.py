@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from conftest import kkt_violation
 from sklearn.svm import SVC as SkSVC
 
-from maxmargin import SVC, dedup
+from maxmargin import SVC, NuSVC, NuSVR, dedup
 from maxmargin.kernels.objects import make_kernel
 
 
@@ -132,9 +132,12 @@ def test_not_merged_where_it_does_not_apply(rng):
         SVC(formulation="l2"),
         SVC(solver="frank_wolfe"),
         SVC(kernel=lambda A, B: A @ B.T),
+        NuSVC(probability=True),
+        NuSVC(kernel="precomputed"),
+        NuSVR(kernel="precomputed"),
     ):
         assert not est._merges_duplicates()
-    assert SVC()._merges_duplicates()
+    assert SVC()._merges_duplicates() and NuSVC()._merges_duplicates() and NuSVR()._merges_duplicates()
 
 
 def test_svr_merges_rows_with_the_same_target(rng):
@@ -191,3 +194,80 @@ def test_one_class_merges_identical_rows(rng):
     assert obj == pytest.approx(objective(ref)[0], rel=1e-6)
     assert np.all(a <= w * (1 + 1e-12)) and a.sum() == pytest.approx(0.2 * w.sum())
     assert ours.offset_ == pytest.approx(ref.offset_[0] if np.ndim(ref.offset_) else ref.offset_, abs=1e-4)
+
+
+def test_expand_with_a_scale_per_problem():
+    """Coefficients that are the solution times a factor (NuSVC's 1/r): each entry's bounds are C times it."""
+    dup = dedup.Duplicates(
+        keep=np.array([0, 1]), group=np.array([0, 1, 0, 0, 1]), C=np.array([3.0, 2.0]), counts=np.array([3, 2])
+    )
+    rows, dual = dedup.expand(np.array([[1.5, -1.0]]), np.array([0, 1]), dup, np.ones(5), np.array([[2.0, 0.5]]))
+    # group 0: bounds 2 a row, the first row takes all of 1.5; group 1: at its scaled sum 1.0, each row at 0.5
+    np.testing.assert_array_equal(rows, [0, 1, 4])
+    np.testing.assert_allclose(dual, [[1.5, -0.5, -0.5]])
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_nusvc_merges_identical_rows(rng, k, monkeypatch):
+    """NuSVC (class sums nu sum(w) / 2, 0 <= a_i <= w_i, the solution scaled by 1/r): the merged fit is LIBSVM's,
+    and the split coefficients stay within each row's scaled bound w_i / r."""
+    from sklearn.svm import NuSVC as SkNuSVC
+
+    from maxmargin import NuSVC
+
+    X, y = _repeated(rng, n_distinct=500, n=2500, k=k)
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    assert dedup.find(X, y, w) is not None
+    params = dict(nu=0.3, gamma=0.8, tol=1e-6)
+    ours = NuSVC(**params).fit(X, y, sample_weight=w)
+    ref = SkNuSVC(**params).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-4)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-4)
+    assert np.all(ours.n_support_ == np.bincount(y[ours.support_], minlength=k))
+    np.testing.assert_allclose(ours.support_vectors_, X[ours.support_])
+    monkeypatch.setattr(dedup, "MIN_ROWS", 10**9)
+    plain = NuSVC(**params).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(ours.decision_function(X), plain.decision_function(X), atol=1e-5)
+
+    def per_pair(model):
+        # each entry's pair (class of its support vector, the class of its row) and |coefficient| / w_i
+        c = y[model.support_][None, :]
+        j = np.arange(k - 1)[:, None]
+        other = np.where(j < c, j, j + 1)
+        pair = np.minimum(c, other) * k + np.maximum(c, other)
+        return pair, np.abs(model.dual_coef_) / w[model.support_][None, :]
+
+    # one r a pair: every |coefficient| / w_i at most that pair's 1 / r, which its rows at their bound reach
+    pair_p, ratio_p = per_pair(plain)
+    pair_o, ratio_o = per_pair(ours)
+    for p in np.unique(pair_p):
+        inv_r = ratio_p[pair_p == p].max()
+        assert ratio_o[pair_o == p].max() <= inv_r * (1 + 1e-5)
+        assert np.count_nonzero(ratio_o[pair_o == p] > inv_r * (1 - 1e-5)) > 0
+    if k == 2:  # y'a = 0 on the split coefficients
+        assert abs(ours.dual_coef_[0].sum()) < 1e-8 * np.abs(ours.dual_coef_).sum()
+
+
+def test_nusvr_merges_rows_with_the_same_target(rng, monkeypatch):
+    """NuSVR (sum a = sum a* = nu sum(C) / 2): the merged fit predicts as LIBSVM's, the split coefficients within
+    each row's bound C w_i and summing to zero."""
+    from sklearn.svm import NuSVR as SkNuSVR
+
+    from maxmargin import NuSVR
+
+    X, _ = _repeated(rng, n_distinct=400, n=2500)
+    z = np.round(np.sin(3 * X[:, 0]) + X[:, 1] ** 2, 1)
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    assert dedup.find(X, np.unique(z, return_inverse=True)[1], w) is not None
+    params = dict(nu=0.4, C=2.0, gamma=0.7, tol=1e-6)
+    ours = NuSVR(**params).fit(X, z, sample_weight=w)
+    ref = SkNuSVR(**params).fit(X, z, sample_weight=w)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X), atol=1e-4)
+    beta = ours.dual_coef_[0]
+    assert np.all(np.abs(beta) <= 2.0 * w[ours.support_] * (1 + 1e-12))
+    assert abs(beta.sum()) < 1e-8 * np.abs(beta).sum()
+    assert np.abs(beta).sum() <= 0.4 * 2.0 * w.sum() * (1 + 1e-9)
+    monkeypatch.setattr(dedup, "MIN_ROWS", 10**9)
+    plain = NuSVR(**params).fit(X, z, sample_weight=w)
+    np.testing.assert_allclose(ours.predict(X), plain.predict(X), atol=1e-5)
+    assert ours.epsilon_ == pytest.approx(plain.epsilon_, abs=1e-5)

@@ -1,4 +1,5 @@
-r"""Identical training rows of one class merged into one row with their bounds summed (exact for the C-SVC dual).
+r"""Identical training rows of one class merged into one row with their bounds summed (exact for the C-SVC dual
+and the duals like it).
 
 Rows i and j with x_i = x_j and y_i = y_j have equal rows and columns in :math:`Q_{ij} = y_i y_j K(x_i, x_j)`, so
 the C-SVC dual (seed 002, eq. 4: :math:`\min \tfrac12 \alpha^T Q \alpha - e^T\alpha`, :math:`0 \le \alpha_i \le C_i`,
@@ -8,9 +9,15 @@ variables; any split of :math:`s_G` within the boxes is an optimal solution of t
 it as LIBSVM's solutions tend to be: the group's rows in index order take their bound C_i until :math:`s_G` is used
 up (at most one free row a group).
 
+The same holds wherever the constraints see a group only through its sum: SVR (identical rows with the same target;
+:math:`\alpha` and :math:`\alpha^*` each summed), one-class (:math:`e^T\alpha = \nu\sum_i w_i`), nu-SVC (class sums
+:math:`\nu\sum_i w_i/2`) and nu-SVR (:math:`\sum\alpha = \sum\alpha^* = \nu\sum_i C_i/2`): merging keeps every
+right-hand side, as the weights' total is kept.  nu-SVC's coefficients are its solution divided by :math:`r` (one
+per binary problem), so their bounds are :math:`w_i/r` (``expand``'s ``scale``).
+
 Data of few distinct values repeat rows a lot: Skin_NonSkin's 100,000 training rows (B, G, R in 0..255) hold 29,200
-distinct (x, y); a9a's 32,561 hold 26,008.  Where fewer than :data:`MAX_SHARE` of the rows stay, the estimator
-(:class:`maxmargin.SVC`) solves the smaller problem.  Rows are compared by their stored values: dense rows
+distinct (x, y); a9a's 32,561 hold 26,008.  Where fewer than :data:`MAX_SHARE` of the rows stay, the estimator (SVC,
+NuSVC, SVR, NuSVR, OneClassSVM) solves the smaller problem.  Rows are compared by their stored values: dense rows
 exactly (-0.0 = 0.0), CSR rows by their indices and values (rows equal as vectors but stored differently stay
 apart, which costs speed, never exactness).
 """
@@ -158,11 +165,13 @@ def find(X, labels, C):
     return Duplicates(keep, group, C_sum, np.bincount(group, minlength=keep.shape[0]))
 
 
-def expand(dual_u, support_u, dup, C):
+def expand(dual_u, support_u, dup, C, scale=None):
     """The dual coefficients of the original rows from those of the merged problem: ``dual_u`` (rows: the binary
     problems, e.g. ``dual_coef_``; columns: the kept rows ``support_u``) split over each group's rows in index
-    order, each row up to its bound ``C`` (a group at its summed bound: every row at its own).  Returns
-    ``(rows, dual)``: the original rows with a nonzero coefficient (increasing) and their columns."""
+    order, each row up to its bound ``C`` (a group at its summed bound: every row at its own).  ``scale`` (the shape
+    of ``dual_u``): where the coefficients are the solution times a factor of their own (NuSVC's :math:`1/r`, one a
+    binary problem), the bounds of each entry are ``C`` times it.  Returns ``(rows, dual)``: the original rows with a
+    nonzero coefficient (increasing) and their columns."""
     col_of = np.full(dup.keep.shape[0], -1, dtype=np.int64)
     col_of[support_u] = np.arange(support_u.shape[0])
     rows = np.flatnonzero(col_of[dup.group] >= 0)  # rows of groups with a coefficient
@@ -176,6 +185,9 @@ def expand(dual_u, support_u, dup, C):
     vals = dual_u[:, col_of[g]]
     s = np.abs(vals)
     total = dup.C[g]
+    if scale is not None:  # the bounds of each binary problem's coefficients (constant over a group's rows)
+        f = np.asarray(scale, dtype=np.float64)[:, col_of[g]]
+        c, before, total = c * f, before * f, total * f
     share = np.where(s >= total * (1.0 - 1e-12), c, np.clip(s - before, 0.0, c))
     dual = np.sign(vals) * share
     nonzero = np.any(dual != 0.0, axis=0)

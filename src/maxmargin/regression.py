@@ -373,3 +373,8 @@ class NuSVR(_BaseRegressor):
         self.epsilon_ = float(fit.extra["epsilon"])
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _merges_duplicates(self):
+        # sum a = sum a* = nu sum(C) / 2 is unchanged by merging, and a group's a and a* each have the box [0, its
+        # summed C]: a split of both within the rows' boxes is a solution of the whole problem (dedup.py)
+        return isinstance(self.kernel, str) and self.kernel != "precomputed"

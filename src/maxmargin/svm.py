@@ -617,7 +617,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 fits.append(formulations.BinaryFit(np.zeros(rows.shape[0]), 0.0, 0.0, 0, np.inf, False, "callback"))
         self._set_model(X, y_idx, fits, members, pairs, n, C_all, kern, None if dup is None else dup.counts)
         if dup is not None:
-            self._expand_duplicates(dup, X_all, y_all, C_rows)
+            self._expand_duplicates(dup, X_all, y_all, C_rows, self._coef_scale(fits))
         if self.probability:
             self._fit_probability(X, fits, members, pairs, C_all, kern, precomputed, plans)
         else:
@@ -633,11 +633,26 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Whether identical training rows of one class are solved as one (:mod:`maxmargin.dedup`); per estimator."""
         return False
 
-    def _expand_duplicates(self, dup, X, y_idx, C):
+    def _coef_scale(self, fits):
+        """Per binary problem, the factor between ``dual_coef_`` and the solution whose bounds are the rows' ``C``
+        (None: 1 for every problem); per estimator."""
+        return None
+
+    def _expand_duplicates(self, dup, X, y_idx, C, pair_scale=None):
         """The model fitted on the merged rows as a model of all rows ``X``: each merged row's coefficients split
-        over its group (:func:`maxmargin.dedup.expand`), the support vectors ordered by class then row as LIBSVM's
-        (the decision function is unchanged; the training error was counted over every row by :meth:`_set_model`)."""
-        rows, dual = dedup.expand(self.dual_coef_, self.support_, dup, C)
+        over its group (:func:`maxmargin.dedup.expand`; ``pair_scale``: :meth:`_coef_scale`), the support vectors
+        ordered by class then row as LIBSVM's (the decision function is unchanged; the training error was counted
+        over every row by :meth:`_set_model`)."""
+        scale = None
+        if pair_scale is not None:
+            # dual_coef_[j, s] belongs to the pair of the support vector's class c and the class j (j < c) or j + 1
+            k = self.classes_.shape[0]
+            c = y_idx[dup.keep[self.support_]][None, :]
+            j = np.arange(k - 1)[:, None]
+            other = np.where(j < c, j, j + 1)
+            a, b = np.minimum(c, other), np.maximum(c, other)
+            scale = np.asarray(pair_scale, dtype=np.float64)[a * k - a * (a + 1) // 2 + (b - a - 1)]
+        rows, dual = dedup.expand(self.dual_coef_, self.support_, dup, C, scale)
         order = np.lexsort((rows, y_idx[rows]))
         support = rows[order]
         self.support_ = support.astype(np.int32)
@@ -1809,6 +1824,14 @@ class NuSVC(BaseSVMClassifier):
 
     def _pairs_use_smo(self):
         return self.solver in ("auto", "smo")
+
+    def _merges_duplicates(self):
+        # the class sums nu sum(w) / 2 are unchanged by merging and a group's sum has the box [0, its summed
+        # weights] (dedup.py); the solution's 1/r scaling is undone for the split (_coef_scale)
+        return not self.probability and isinstance(self.kernel, str) and self.kernel != "precomputed"
+
+    def _coef_scale(self, fits):
+        return np.array([1.0 / f.extra["r"] if f.extra.get("r", 0) > 0 else 1.0 for f in fits])
 
     def _fit_pair(self, X, y, bounds, kern, options, alpha0=None, rows=None):
         if alpha0 is not None:  # pragma: no cover - NuSVC has no warm start
