@@ -186,7 +186,8 @@ def main(argv=None):
     ap.add_argument(
         "--only",
         nargs="*",
-        help="groups: gamma weights kernels classes sparse regression linear manyclass repeats wide latency (default: all)",
+        help="groups: gamma weights kernels classes sparse regression linear manyclass repeats wide latency "
+        "(default: all)",
     )
     ap.add_argument("--match", default="", help="only the cases whose name holds this text (e.g. NuSVR)")
     args = ap.parse_args(argv)
