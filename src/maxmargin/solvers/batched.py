@@ -84,6 +84,15 @@ LOG_MAX_PER_VAR = 4
 #: 0.116 s with q = 1024 from the start, 0.026 s growing), a hard one reaches q within a few rounds
 START_SLOTS = 64
 SV_PER_SLOT = 8
+#: ... SV_PER_SLOT_DEAR where a kernel row costs at least DEAR_ROW_VALUES multiply-adds (dense: columns x features;
+#: wide sparse rows on the every-column path): each kernel pass reads all of X there, so a pass for 16 new rows costs
+#: 2-3x per row what one for 256 does (5,000 x 2,000 dense: 0.44-0.59 ms a row at 16, 0.25 at 256), and the slots grow
+#: sooner.  Measured (session 22, in-process A/B, medians of 7): 3,000 x 3,000 dense (every row a support vector)
+#: 0.87, dense2k 0.92-0.94, 10,000 x 500 0.95, 20,000 x 300 0.98; easy embeddings (8,000-20,000 x 384-1,536, a few
+#: hundred support vectors) unchanged.  Starting with 256 slots instead won as much there but cost easy embeddings
+#: 1.19-1.26 (20,000 x 768, 15,000 x 384: rows they never needed).
+SV_PER_SLOT_DEAR = 2
+DEAR_ROW_VALUES = 4_000_000
 #: keep kernel rows after their member leaves the working set, in what ``cache_size`` leaves beside it, once more
 #: than KEEP_AFTER of the rows computed (and at least q of them) were computed before -- where a row is dear: wide
 #: sparse data, or dense data of at least KEEP_MIN_FEATURES features (where rows are cheap, following the kept rows
@@ -553,6 +562,11 @@ def _solve(
         and n_rows >= FULL_MIN_ROWS_PER_SLOT * q
         and kr.rows_cost_at_least(FULL_MIN_FEATURES, FULL_MIN_POSTINGS)
     )
+    sv_per_slot = SV_PER_SLOT
+    if not working_set_size_ and (
+        (kr.path == "dense" and n_data * kr.X.shape[1] >= DEAR_ROW_VALUES) or (full_columns and kr.path == "wide")
+    ):
+        sv_per_slot = SV_PER_SLOT_DEAR  # rows dear enough that small passes cost (see SV_PER_SLOT_DEAR)
     all_rows = np.arange(n_data, dtype=np.int64)
     KB = np.empty((n_rows, n_data))
     rowslot = np.arange(q, dtype=np.int64)
@@ -856,7 +870,7 @@ def _solve(
         if qe < q:  # double the slots (see START_SLOTS)
             a_ws = alpha[ws_occ]
             saturated = np.count_nonzero((a_ws > 0) & (a_ws < U[ws_occ])) > qe // 2
-            if saturated or np.count_nonzero(alpha) > SV_PER_SLOT * qe:
+            if saturated or np.count_nonzero(alpha) > sv_per_slot * qe:
                 grown = min(q, 2 * qe)
                 rows_open[0] = max(rows_open[0], grown)
                 KS2 = np.empty((grown, grown))
