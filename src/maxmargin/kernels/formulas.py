@@ -101,12 +101,15 @@ def transform(o, code, gamma, coef0, degree, a, sqc, scratch):
     elif code == POLY:
         ideg = int(degree)
         if ideg == degree and 0 <= ideg <= 16:  # integer powers by products (pow is 4x slower)
+            # the same products in the same order as v = 1; v *= b (ideg times), but one vector loop a factor:
+            # with the power loop inside the loop over t, LLVM left it scalar (predict, degree 3, 20 features:
+            # 1.7x oneDAL's time)
             for t in range(w):
-                b = gamma * o[t] + coef0
-                v = 1.0
-                for _ in range(ideg):
-                    v *= b
-                o[t] = v
+                scratch[t] = gamma * o[t] + coef0
+                o[t] = 1.0
+            for _ in range(ideg):
+                for t in range(w):
+                    o[t] *= scratch[t]
         else:
             for t in range(w):
                 o[t] = (gamma * o[t] + coef0) ** degree

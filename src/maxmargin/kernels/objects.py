@@ -174,7 +174,7 @@ class Kernel:
 
     def _from_dot(self, D, X, Z):
         """Kernel values from the dot products ``D`` (the shared compiled formula)."""
-        return transform_rows(np.array(D, dtype=np.float64, order="C"), self.code, self.params)
+        return transform_rows(np.ascontiguousarray(D, dtype=np.float64), self.code, self.params)
 
     def rows(self, X, idx):
         """Kernel values between rows ``idx`` of ``X`` and all of ``X``."""
