@@ -271,3 +271,21 @@ def test_nusvr_merges_rows_with_the_same_target(rng, monkeypatch):
     plain = NuSVR(**params).fit(X, z, sample_weight=w)
     np.testing.assert_allclose(ours.predict(X), plain.predict(X), atol=1e-5)
     assert ours.epsilon_ == pytest.approx(plain.epsilon_, abs=1e-5)
+
+
+def test_nusvc_class_weights_merge_as_sample_weights(rng, monkeypatch):
+    """NuSVC's class weights scale the bounds as sample weights do (scikit-learn's NuSVC ignores class_weight; its
+    fit with the same weights as sample_weight is the reference), merged or not."""
+    from sklearn.svm import NuSVC as SkNuSVC
+
+    from maxmargin import NuSVC
+
+    X, y = _repeated(rng, n_distinct=500, n=2500, k=3)
+    cw = {0: 2.0, 2: 0.5}
+    w = np.array([cw.get(c, 1.0) for c in y])
+    ours = NuSVC(nu=0.2, gamma=0.8, tol=1e-6, class_weight=cw).fit(X, y)
+    ref = SkNuSVC(nu=0.2, gamma=0.8, tol=1e-6).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-4)
+    monkeypatch.setattr(dedup, "MIN_ROWS", 10**9)
+    plain = NuSVC(nu=0.2, gamma=0.8, tol=1e-6, class_weight=cw).fit(X, y)
+    np.testing.assert_allclose(ours.decision_function(X), plain.decision_function(X), atol=1e-5)
