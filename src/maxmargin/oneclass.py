@@ -94,7 +94,7 @@ class OneClassSVM(OutlierMixin, BaseSingleSVM):
 
     def _merges_duplicates(self):
         # e'a = nu sum(w) and 0 <= a_i <= w_i: a group's sum has the box [0, its summed weights] (dedup.py)
-        return isinstance(self.kernel, str) and self.kernel != "precomputed"
+        return self._named_row_kernel()
 
     @reports_progress
     def fit(self, X, y=None, sample_weight=None):

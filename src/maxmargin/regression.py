@@ -284,7 +284,7 @@ class SVR(_BaseRegressor):
         return np.r_[np.maximum(b, 0.0), np.maximum(-b, 0.0)]
 
     def _merges_duplicates(self):
-        return not self.warm_start and isinstance(self.kernel, str) and self.kernel != "precomputed"
+        return not self.warm_start and self._named_row_kernel()
 
     @reports_progress
     def fit(self, X, y, sample_weight=None):
@@ -377,4 +377,4 @@ class NuSVR(_BaseRegressor):
     def _merges_duplicates(self):
         # sum a = sum a* = nu sum(C) / 2 is unchanged by merging, and a group's a and a* each have the box [0, its
         # summed C]: a split of both within the rows' boxes is a solution of the whole problem (dedup.py)
-        return isinstance(self.kernel, str) and self.kernel != "precomputed"
+        return self._named_row_kernel()

@@ -324,6 +324,11 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
     ``_gamma`` (the resolved kernel coefficient) and ``_sparse``.
     """
 
+    def _named_row_kernel(self):
+        """Whether the kernel is a named formula of the rows (not precomputed, not a callable): equal rows then
+        have equal kernel values, which merging identical rows (:mod:`maxmargin.dedup`) needs."""
+        return isinstance(self.kernel, str) and self.kernel != "precomputed"
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -1626,8 +1631,7 @@ class SVC(BaseSVMClassifier):
             and self.solver in ("auto", "smo", "ipm")
             and not self.probability
             and not self.warm_start
-            and isinstance(self.kernel, str)
-            and self.kernel != "precomputed"
+            and self._named_row_kernel()
         )
 
     def _pairs_use_smo(self):
@@ -1828,7 +1832,7 @@ class NuSVC(BaseSVMClassifier):
     def _merges_duplicates(self):
         # the class sums nu sum(w) / 2 are unchanged by merging and a group's sum has the box [0, its summed
         # weights] (dedup.py); the solution's 1/r scaling is undone for the split (_coef_scale)
-        return not self.probability and isinstance(self.kernel, str) and self.kernel != "precomputed"
+        return not self.probability and self._named_row_kernel()
 
     def _coef_scale(self, fits):
         return np.array([1.0 / f.extra["r"] if f.extra.get("r", 0) > 0 else 1.0 for f in fits])
