@@ -184,10 +184,10 @@ def test_transform_is_the_formula(code):
 
 
 @pytest.mark.parametrize("code", [0, 1, 2, 3])
-@pytest.mark.parametrize("shape", [(1, 1), (7, 1), (301, 26), (3, 2047), (2, 2049), (130, 40)])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 1), (301, 26), (3, 2047), (2, 2049), (130, 40), (1, 4096), (3, 5000)])
 def test_transform_in_chunks_of_rows_is_the_formula_on_any_shape(code, shape, monkeypatch):
     """Chunks of whole rows (RBF's exponential over a chunk at once): one-column blocks, chunks that end
-    inside the block, rows longer than a chunk."""
+    inside the block, rows longer than a chunk (in pieces of a chunk: two whole, a whole one and a remainder)."""
     rng = np.random.default_rng(2)
     D = rng.normal(size=shape)
     sa, sb = rng.random(shape[0]) * 5 + 3, rng.random(shape[1]) * 5 + 3

@@ -129,15 +129,22 @@ def _transform_rows_py(D, code, gamma, coef0, degree, sq_rows, sq_cols):
     """In place on a block: ``D[r, t] = k(x_r, z_t)`` from ``D[r, t] = x_r . z_t``; rows in chunks of about
     :data:`TRANSFORM_CHUNK_VALUES` values, one scratch array a chunk, RBF's exponential over a chunk's rows at
     once.  Row by row, the cost per row (a scratch array, the vector loops' remainders) was most of the time
-    on narrow blocks (500 x 26: 6.5 ns a value, against 1.6 ns on 26 x 500; now 1.6 ns both).  ``D`` is
-    C-ordered (:func:`transform_rows`)."""
+    on narrow blocks (500 x 26: 6.5 ns a value, against 1.6 ns on 26 x 500; now 1.6 ns both).  A row longer
+    than a chunk goes in pieces of a chunk: whole, its values and scratch (10,000 columns: 160 KB) left the L1
+    cache between the exponential's passes (``Kernel.mmv`` of 20,000 x 10,000 RBF values: see
+    benchmarks/RESULTS.md, session 23).  ``D`` is C-ordered (:func:`transform_rows`)."""
     n, m = D.shape
     flat = D.reshape(-1)
     per = max(1, TRANSFORM_CHUNK_VALUES // max(m, 1))
     for b in prange((n + per - 1) // per):
         r0 = b * per
         r1 = min(n, r0 + per)
-        if code == RBF:  # the exponents row by row, then one exponential over the chunk's rows at once
+        if m > TRANSFORM_CHUNK_VALUES:  # one long row: in pieces that stay in the L1 cache
+            scratch = np.empty(TRANSFORM_CHUNK_VALUES)
+            for c0 in range(0, m, TRANSFORM_CHUNK_VALUES):
+                c1 = min(m, c0 + TRANSFORM_CHUNK_VALUES)
+                transform(D[r0, c0:c1], code, gamma, coef0, degree, sq_rows[r0], sq_cols[c0:c1], scratch)
+        elif code == RBF:  # the exponents row by row, then one exponential over the chunk's rows at once
             for r in range(r0, r1):
                 o = D[r]
                 a = sq_rows[r]
