@@ -795,8 +795,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
         def run(todo, budget=True, starts=None):
             args = [(p, budget, None if starts is None else starts[p]) for p in todo]
-            if workers == 1 or len(todo) < 2:
-                return {p: one(*a) for p, a in zip(todo, args)}
+            if workers == 1 or len(todo) < 2:  # one BLAS limit for all of them (each pair's own cost ~0.1 ms)
+                with one_blas_thread():
+                    return {p: one(*a) for p, a in zip(todo, args)}
             from concurrent.futures import ThreadPoolExecutor
 
             with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as pool:
