@@ -213,10 +213,10 @@ def test_cli_progress_line_is_a_watcher():
     assert sum("problems " in line for line in lines) == 6
 
 
-def test_easy_pairs_solved_before_the_compiled_route_report_each_pair_once():
+def test_probe_pairs_solved_before_the_rest_report_each_pair_once():
     from sklearn.datasets import make_blobs
 
-    # four well-separated classes of 400 rows: every pair solved by SMO on its own rows (svm.EASY_STEPS)
+    # four well-separated classes of 400 rows: probe pairs first, then the rest (ovo.lazy_plan); each reported once
     X, y = make_blobs(1600, centers=4, n_features=5, cluster_std=1.0, random_state=3)
     rec = Recorder()
     maxmargin.SVC().set_callbacks(rec).fit(X, y)

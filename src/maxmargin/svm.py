@@ -464,18 +464,6 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
 #: 1,800 rows 0.83x; wine's 3 pairs, 236 rows: 6.6 ms on threads, ~4 ms one by one)
 THREADS_MIN_ROWS = 800
 
-#: :meth:`BaseSVMClassifier._easy_pairs`: a one-vs-one problem is easy where SMO on its own rows converges within
-#: this many steps per row (blobs of 8 classes: 0.05-0.1; pendigits: median 0.12; letter: 0.53; usps: 0.29) ...
-EASY_STEPS = 0.2
-#: ... tried on a spread sample of this many pairs first ...
-EASY_PROBES = 8
-#: ... where the pairs hold at least this many rows on average (below it a pair's fixed cost in Python, ~0.25 ms,
-#: outweighs the kernel values saved; blobs of 20 classes, easy / compiled route, ``/tmp/s19/easy2.py``: pairs of
-#: 500 rows 1.15-1.77, 600 1.21-1.57, 700 1.01, 800 0.88-1.17, 1,000 0.89) ...
-EASY_MIN_ROWS = 800
-#: ... and the rows at most this many stored values (features of dense rows)
-EASY_MAX_VALUES = 64
-
 
 class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
     """Shared machinery of the kernel SVM classifiers (one-vs-one)."""
@@ -596,12 +584,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
         plans = self._fold_plans(members) if self.probability else None
         if compiled.any():
-            # (with probability=True the compiled route's folds, solved in memory beside each pair, win)
-            done = self._easy_pairs(X, members, C_all, kern, compiled) if plans is None else {}
-            if done:  # solved by SMO on their own rows; the others keep the compiled route
-                compiled = compiled.copy()
-                compiled[list(done)] = False
-            fits = self._fit_pairs_compiled(X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans, done)
+            fits = self._fit_pairs_compiled(X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans)
         elif workers > 1:
             fits = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers)
         else:
@@ -746,95 +729,15 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             counts[b] = np.count_nonzero(members[b - 1][1] < 0)
         return ovo.plan(counts, pairs, eligible, self.cache_size, workers)
 
-    def _easy_pairs(self, X, members, C_all, kern, compiled):
-        r"""The one-vs-one problems marked in ``compiled`` that SMO solves on their own rows within
-        :data:`EASY_STEPS` steps a row, solved so: ``{pair number: BinaryFit}`` (empty where it does not apply).
-
-        The compiled route (:mod:`maxmargin.solvers.ovo`) computes every pair's whole kernel matrix (its class
-        blocks) before SMO starts, about :math:`n^2/2` kernel values for :math:`n` rows.  That pays where SMO
-        visits most rows (letter, usps, many small classes) and is wasted where the classes are easy to
-        separate: SMO then ends after a few steps per hundred rows, and computing only the rows it visits (as
-        LIBSVM does) is several times cheaper (8 well-separated classes, 6,000 x 20: 128 ms compiled against
-        53 ms so; scikit-learn 81 ms).  Which case holds shows only in the solve, so a spread sample of
-        :data:`EASY_PROBES` pairs is solved first by SMO with a budget of :data:`EASY_STEPS` steps per row
-        (on the threads the pairs use).  If at least half of them converge within it, every pair is solved so
-        (a probe that ran out of its budget goes on from where it stopped); otherwise the converged probes
-        stay and the other pairs take the compiled route (the probes' partial solves are discarded: a few
-        pairs' ``EASY_STEPS`` steps a row).  Only for ``solver='auto'`` with a
-        built-in kernel, no time limit or ``max_iter``, pairs of :data:`EASY_MIN_ROWS` rows on average (smaller pairs'
-        per-pair cost in Python outweighs the kernel values saved) and rows of at most :data:`EASY_MAX_VALUES`
-        stored values (longer rows make the compiled route's blocked kernel products pay sooner: usps, 256
-        features, was 1.32x slower with the probes, most of which ran out of their budget)."""
-        chosen = np.flatnonzero(compiled)
-        if (
-            self.solver != "auto"
-            or self.formulation != "l1"
-            or self.solver_options
-            or kern.name in ("precomputed", "callable")
-            or self.time_limit is not None
-            or self.max_iter is None
-            or self.max_iter >= 0
-            or chosen.size < 3
-        ):
-            return {}
-        sizes = np.array([members[p][0].shape[0] for p in chosen], dtype=np.float64)
-        per_row = X.nnz / max(X.shape[0], 1) if sp.issparse(X) else X.shape[1]
-        if sizes.mean() < EASY_MIN_ROWS or per_row > EASY_MAX_VALUES:
-            return {}
-        workers = max(1, min(cores(), chosen.size))
-        n_pairs = len(members)
-
-        def one(p_no, budget=True, alpha0=None):
-            rows, ysub = members[p_no]
-            options = dict(self._solver_options(p_no, n_pairs, with_callback=False), cache_size=cache)
-            if budget:
-                options["max_iter"] = max(int(EASY_STEPS * rows.shape[0]), 1)
-            if alpha0 is not None:
-                options["alpha0"] = alpha0
-            return formulations.fit_binary(X, ysub, C_all[rows], kern, self.formulation, "smo", rows=rows, **options)
-
-        def run(todo, budget=True, starts=None):
-            args = [(p, budget, None if starts is None else starts[p]) for p in todo]
-            if workers == 1 or len(todo) < 2:  # one BLAS limit for all of them (each pair's own cost ~0.1 ms)
-                with one_blas_thread():
-                    return {p: one(*a) for p, a in zip(todo, args)}
-            from concurrent.futures import ThreadPoolExecutor
-
-            with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as pool:
-                return dict(zip(todo, pool.map(lambda a: one(*a), args)))
-
-        cache = float(self.cache_size) / workers
-        probes = [int(p) for p in np.unique(chosen[np.linspace(0, chosen.size - 1, EASY_PROBES).astype(np.int64)])]
-        found = run(probes)
-        easy = [p for p in probes if found[p].converged]
-        if 2 * len(easy) >= len(probes):
-            # easy: every other pair by SMO on its rows too, without a budget; a probe that ran out of it
-            # goes on from where it stopped
-            probed = set(probes)
-            found.update(run([int(p) for p in chosen if int(p) not in probed], budget=False))
-            stopped = [p for p in probes if not found[p].converged]
-            again = run(stopped, budget=False, starts={p: found[p].alpha for p in stopped})
-            for p, fit in again.items():
-                fit.n_iter += found[p].n_iter
-            found.update(again)
-            done = found
-        else:  # mostly hard: the converged probes stay, the rest go to the compiled route
-            done = {p: found[p] for p in easy}
-        report = report_of(self)
-        if done and report.active:
-            report.batch_done(sorted(done))
-        return done
-
-    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans=None, done=None):
+    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans=None):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
         (all at once, compiled, on every core), the rest one by one as usual.  With ``plans`` (the
         probability folds, :meth:`_fold_plans`) and warm-started folds, the compiled pairs' folds
         are solved there too, right after each pair (:mod:`maxmargin.solvers.ovo_folds`); their
-        held-out decision values go to the fits as ``cv_decision`` (rows in increasing order).  ``done``: pairs
-        solved already (:meth:`_easy_pairs`), by pair number."""
+        held-out decision values go to the fits as ``cv_decision`` (rows in increasing order).  Without folds the
+        kernel rows are computed as SMO visits them where that pays (:func:`maxmargin.solvers.ovo.lazy_plan`):
+        easy classes leave most of them uncomputed."""
         chosen = np.flatnonzero(compiled).tolist()
-        if not chosen:  # every pair solved already (done) or by the usual route
-            return self._fit_pairs_rest(X, members, C_all, kern, precomputed, [None] * len(pairs), done)
         report = report_of(self)
         folds = None
         if plans is not None and self._folds_warm_start():
@@ -852,7 +755,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             max_iter=self.max_iter,
             shrinking=bool(self.shrinking),
             time_limit=self.time_limit,
-            on_batch=(lambda p0, p1: report.batch_done(chosen[p0:p1])) if report.active else None,
+            on_batch=(lambda ps: report.batch_done([chosen[p] for p in ps])) if report.active else None,
             folds=folds,
             n_folds=probability.N_FOLDS if folds is not None else 0,
             fold_tol=probability.fold_tol(self.tol),
@@ -871,13 +774,11 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             fits[p_no] = fit
             if folds is not None and res["cv"][k] is not None:
                 fit.cv_decision = cv_rows[offsets[k] : offsets[k + 1]]
-        return self._fit_pairs_rest(X, members, C_all, kern, precomputed, fits, done)
+        return self._fit_pairs_rest(X, members, C_all, kern, precomputed, fits)
 
-    def _fit_pairs_rest(self, X, members, C_all, kern, precomputed, fits, done=None):
-        """``fits`` (per pair, None where not solved yet) with the pairs of ``done`` filled in and the others
-        solved as usual: on threads where :meth:`_pair_workers` allows, else one by one."""
-        for p_no, fit in (done or {}).items():
-            fits[p_no] = fit
+    def _fit_pairs_rest(self, X, members, C_all, kern, precomputed, fits):
+        """``fits`` (per pair, None where not solved yet) with the others solved as usual: on threads where
+        :meth:`_pair_workers` allows, else one by one."""
         report = report_of(self)
         rest = [p_no for p_no, fit in enumerate(fits) if fit is None]
         workers = self._pair_workers(members, None, X) if rest else 1

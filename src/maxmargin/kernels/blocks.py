@@ -77,6 +77,33 @@ def block_data(X, kernel):
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
+def narrow_dots(x, ZT, c0, o):
+    """``o[t] = x . z_t`` for the rows z_t held as columns ``c0 .. c0 + len(o) - 1`` of ``ZT`` (features x
+    rows): up to four features per pass over ``o``, vectorised along it."""
+    d = x.shape[0]
+    nb = o.shape[0]
+    f = 0
+    while f < d:
+        x0 = x[f]
+        x1 = x[f + 1] if f + 1 < d else 0.0
+        x2 = x[f + 2] if f + 2 < d else 0.0
+        x3 = x[f + 3] if f + 3 < d else 0.0
+        z0 = ZT[f, c0 : c0 + nb]
+        z1 = ZT[min(f + 1, d - 1), c0 : c0 + nb]
+        z2 = ZT[min(f + 2, d - 1), c0 : c0 + nb]
+        z3 = ZT[min(f + 3, d - 1), c0 : c0 + nb]
+        if f == 0:
+            for t in range(nb):
+                o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+        else:
+            for t in range(nb):
+                o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+        f += 4
+    if d == 0:
+        o[:] = 0.0
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
 def _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out):
     na, nb, d = ra.shape[0], rb.shape[0], X.shape[1]
     ZT = np.empty((d, nb))
@@ -88,26 +115,7 @@ def _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out):
     scratch = np.empty(nb)
     for i in range(na):
         o = out[i][:nb]
-        x = X[ra[i]]
-        f = 0
-        while f < d:  # up to four features per pass over the block row
-            x0 = x[f]
-            x1 = x[f + 1] if f + 1 < d else 0.0
-            x2 = x[f + 2] if f + 2 < d else 0.0
-            x3 = x[f + 3] if f + 3 < d else 0.0
-            z0 = ZT[f]
-            z1 = ZT[min(f + 1, d - 1)]
-            z2 = ZT[min(f + 2, d - 1)]
-            z3 = ZT[min(f + 3, d - 1)]
-            if f == 0:
-                for t in range(nb):
-                    o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
-            else:
-                for t in range(nb):
-                    o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
-            f += 4
-        if d == 0:
-            o[:] = 0.0
+        narrow_dots(X[ra[i]], ZT, 0, o)
         transform(o, code, gamma, coef0, degree, sq[ra[i]], sqb, scratch)
 
 

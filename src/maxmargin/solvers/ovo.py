@@ -37,10 +37,10 @@ import numpy as np
 from numba import njit
 
 from .._threads import cores, one_blas_thread
-from ..kernels.blocks import SPARSE, block, block_by_columns, columns_of
+from ..kernels.blocks import DENSE, NARROW, SPARSE, block, block_by_columns, columns_of
 from ..probability import _sigmoid_train
 from .ovo_folds import one_fold
-from .pair_smo import _violation, pair_smo
+from .pair_smo import _violation, pair_smo, self_kernels
 from .smo import compute_rho
 
 #: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
@@ -48,6 +48,13 @@ BATCH_ENTRIES = 4_000_000
 #: pairs of at most this many Gram entries in all run without a BLAS thread limit (one small batch: BLAS
 #: stays on one thread for products that small anyway)
 SMALL_WORK = 1 << 18
+#: rows on demand (:func:`lazy_plan`): a spread sample of this many pairs is solved first, its rows on demand ...
+LAZY_PROBES = 8
+#: ... and the other pairs' off-diagonal rows too where SMO visited at most this fraction of the probes' rows ...
+LAZY_MAX_VISITS = 0.4
+#: ... and their diagonal blocks as well, each pair its own, where that costs at most this fraction of the classes'
+#: shared blocks
+OWN_MAX_COST = 0.7
 #: no SMO limit when max_iter is -1 (LIBSVM has none either)
 NO_LIMIT = 1 << 62
 
@@ -123,6 +130,7 @@ def _class_blocks(c0, c1, cstart, order, bd, doff, diag):
 def _solve_pairs(
     p0,
     p1,
+    plist,
     pa,
     pb,
     cstart,
@@ -142,21 +150,43 @@ def _solve_pairs(
     n_folds,
     cv_out,
     fold_tol,
+    sorted_rows,
+    lazy,
+    own,
+    visits,
 ):
-    """Pairs p0..p1-1: the off-diagonal class block, SMO, offset and objective.
+    """The pairs ``plist[p0:p1]``: the off-diagonal class block, SMO, offset and objective.
 
     ``res[p] = (rho, objective, iterations, violation, fold iterations, sigmoid A, sigmoid B)``; the multipliers and the
     gradient of pair p go to ``alpha_out``/``G_out`` at ``aoff[p]`` (rows of class a
     first, then b, each in the order of ``order``).  With ``n_folds > 0`` the pair's
     cross-validation folds follow on the same blocks (:func:`maxmargin.solvers.ovo_folds.one_fold`;
-    ``fold_of``: each row's fold, same layout), their held-out decision values into ``cv_out``."""
+    ``fold_of``: each row's fold, same layout), their held-out decision values into ``cv_out``.
+    With ``lazy`` (and no folds) the off-diagonal block's rows are computed as SMO first visits them
+    (:func:`maxmargin.solvers.pair_smo.fill_row`; ``sorted_rows``: :func:`sorted_rows`), and with ``own`` so
+    are the rows of the pair's own copy of its classes' diagonal blocks (``diag`` is not read);
+    ``visits[p]``: the fraction of the pair's rows computed."""
     mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
+    XT, Xs, sqs = sorted_rows
+    lazy = lazy and n_folds == 0
     cur = -1
     cptr = np.zeros(1, dtype=np.int64)
     crow = np.zeros(1, dtype=np.int64)
     cval = np.zeros(1)
     sqa = np.zeros(1)
-    for p in range(p0, p1):
+    cols_b = (cptr, crow, cval)
+    scratch = np.empty(0)
+    store = np.empty(0)
+    if lazy:  # the rows SMO visits, in order, for every pair of the call (the memory mapped once)
+        big = 0
+        for q in range(p0, p1):
+            big = max(
+                big, cstart[pa[plist[q]] + 1] - cstart[pa[plist[q]]] + cstart[pb[plist[q]] + 1] - cstart[pb[plist[q]]]
+            )
+        store = np.empty(big * big)
+        scratch = np.empty(big)
+    for q in range(p0, p1):
+        p = plist[q]
         a = pa[p]
         b = pb[p]
         ra = order[cstart[a] : cstart[a + 1]]
@@ -164,9 +194,21 @@ def _solve_pairs(
         na = ra.shape[0]
         nb = rb.shape[0]
         n = na + nb
-        Da = diag[doff[a] : doff[a] + na * na].reshape((na, na))
-        Db = diag[doff[b] : doff[b] + nb * nb].reshape((nb, nb))
-        if mode == SPARSE:
+        if lazy and own:
+            Da = np.empty((na, 0))
+            Db = np.empty((nb, 0))
+        else:
+            Da = diag[doff[a] : doff[a] + na * na].reshape((na, na))
+            Db = diag[doff[b] : doff[b] + nb * nb].reshape((nb, nb))
+        if lazy:  # the rows filled in by SMO
+            off = np.empty((na, 0))
+            offT = np.empty((nb, 0))
+            if mode == SPARSE:  # class b as columns for the rows of a, class a (kept while a is) for those of b
+                cols_b = columns_of(data, indices, indptr, n_features, rb)
+                if a != cur:
+                    cptr, crow, cval = columns_of(data, indices, indptr, n_features, ra)
+                    cur = a
+        elif mode == SPARSE:
             # class a as columns, built once for the consecutive pairs (a, .) of the batch
             if a != cur:
                 cptr, crow, cval = columns_of(data, indices, indptr, n_features, ra)
@@ -188,7 +230,35 @@ def _solve_pairs(
             U[i] = C[ra[i]] if i < na else C[rb[i - na]]
         alpha = np.zeros(n)
         G = -np.ones(n)
-        it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
+        if lazy:
+            slot = np.full(n, -1, dtype=np.int64)
+            count = np.zeros(1, dtype=np.int64)
+            lz = (slot, store[: n * n].reshape((n, n)), count, own, mode, code, gamma, coef0, degree, X, XT, Xs)
+            lz = lz + (
+                data,
+                indices,
+                indptr,
+                sq,
+                sqs,
+                scratch,
+                ra,
+                rb,
+                cstart[a],
+                cstart[b],
+                (cptr, crow, cval),
+                cols_b,
+            )
+            qd = np.empty(n)  # the Gram matrix's diagonal (SMO's QD)
+            if own:
+                self_kernels(lz, ra, qd[:na])
+                self_kernels(lz, rb, qd[na:])
+            else:
+                for t in range(n):
+                    qd[t] = Da[t, t] if t < na else Db[t - na, t - na]
+            it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lz, qd)
+            visits[p] = count[0] / n
+        else:
+            it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
         obj = 0.0
         for i in range(n):
             obj += alpha[i] * (G[i] - 1.0)
@@ -207,6 +277,34 @@ def _solve_pairs(
         res[p, 4] = fold_its
         if n_folds > 0:  # Platt's sigmoid on the held-out values, here on the pair's thread
             res[p, 5], res[p, 6] = _sigmoid_train(cv_out[o : o + n], y > 0.0, 100, 1e-10, 1e-12, 1e-5)
+
+
+def lazy_plan(f, counts, pa, pb):
+    """How the pairs ``(pa, pb)`` left after the probes are solved, from the fractions ``f`` of the probes'
+    rows that SMO visited: ``(lazy, own)``.  A lazy row of the off-diagonal block is one of two (a class-a
+    row and a class-b row hold the same kernel values), so rows on demand pay while SMO visits less than
+    :data:`LAZY_MAX_VISITS` of them; each pair's own diagonal blocks, filled on demand, cost about
+    ``f * (pairs of the class)`` times a class's shared block, computed once: they pay below
+    :data:`OWN_MAX_COST` of it (by the classes' sizes squared)."""
+    if pa.size == 0:
+        return True, True
+    v = float(np.mean(f)) if len(f) else 1.0
+    if v > LAZY_MAX_VISITS:
+        return False, False
+    m2 = counts.astype(np.float64) ** 2
+    deg = np.bincount(np.concatenate([pa, pb]), minlength=counts.shape[0]).astype(np.float64)
+    used = deg > 0
+    own = v * float(np.sum(deg[used] * m2[used])) <= OWN_MAX_COST * float(np.sum(m2[used]))
+    return True, own
+
+
+def sorted_rows(bd, order):
+    """What :func:`maxmargin.solvers.pair_smo.fill_row` reads besides ``bd``: the rows ``order`` (sorted by
+    class) as columns (narrow mode: features x rows) or rows (dense mode), and their squared norms."""
+    empty = np.zeros((1, 1))
+    XT = np.ascontiguousarray(bd.X[order].T) if bd.mode == NARROW else empty
+    Xs = np.ascontiguousarray(bd.X[order]) if bd.mode == DENSE else empty
+    return XT, Xs, np.ascontiguousarray(bd.sq[order])
 
 
 def _batches(sizes, entries):
@@ -389,6 +487,7 @@ def solve_pairs(
     folds=None,
     n_folds=0,
     fold_tol=None,
+    lazy=None,
 ):
     """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
 
@@ -400,8 +499,8 @@ def solve_pairs(
     ``alpha``/``grad`` (per pair),
     ``rho``, ``objective``, ``n_iter``, ``violation``, and ``status``
     ('converged', or 'time_limit' with the unsolved pairs' ``alpha`` None).
-    ``on_batch(p0, p1)``, if given, is called (on the worker's thread) when the pairs
-    ``p0 .. p1-1`` are solved; returning False stops as a time limit does (status 'callback').
+    ``on_batch(ps)``, if given, is called (on the worker's thread) when the pairs
+    ``ps`` (a list of pair numbers) are solved; returning False stops as a time limit does (status 'callback').
 
     ``folds`` (per pair, each row's cross-validation fold in 0..n_folds-1, in the order of
     ``rows``; or those laid end to end in one array) adds each pair's ``n_folds``-fold
@@ -410,6 +509,13 @@ def solve_pairs(
     ``cv_flat`` all of them end to end), ``cv_iter`` and Platt's sigmoid of each pair fitted on those
     values, ``probA``/``probB`` (:func:`maxmargin.probability.sigmoid_train`).  The folds stop
     at ``fold_tol`` (default ``tol``; :func:`maxmargin.probability.fold_tol`).
+
+    ``lazy`` (pairs without folds): compute kernel rows as SMO visits them, as LIBSVM does, where that pays.
+    A spread sample of :data:`LAZY_PROBES` pairs is solved so first, each pair on its own blocks; the
+    fraction of their rows SMO visited decides how the rest go (:func:`lazy_plan`): the same way, or on
+    the classes' shared diagonal blocks with the off-diagonal rows on demand, or as whole blocks.  Easy
+    classes (SMO done after a few steps per hundred rows) leave most kernel values uncomputed.  None: where
+    a row costs what it costs in a block (narrow and sparse data, not dense data's BLAS products).
     """
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
@@ -443,41 +549,63 @@ def solve_pairs(
     def classes(c0, c1):
         _class_blocks(c0, c1, cstart, order, tuple(bd), doff, diag)
 
-    def some_pairs(p0, p1):
-        _solve_pairs(
-            p0,
-            p1,
-            pa,
-            pb,
-            cstart,
-            order,
-            C,
-            tuple(bd),
-            doff,
-            diag,
-            float(tol),
-            limit,
-            bool(shrinking),
-            aoff,
-            alpha,
-            grad,
-            res,
-            fold_of,
-            int(n_folds),
-            cv,
-            float(tol if fold_tol is None else fold_tol),
-        )
-        done[p0:p1] = True
-        if on_batch is not None and on_batch(p0, p1) is False:
-            halted.append(True)
+    def pairs_of(plist, lazy, own):
+        def run(q0, q1):
+            _solve_pairs(
+                q0,
+                q1,
+                plist,
+                pa,
+                pb,
+                cstart,
+                order,
+                C,
+                tuple(bd),
+                doff,
+                diag,
+                float(tol),
+                limit,
+                bool(shrinking),
+                aoff,
+                alpha,
+                grad,
+                res,
+                fold_of,
+                int(n_folds),
+                cv,
+                float(tol if fold_tol is None else fold_tol),
+                rows_sorted,
+                bool(lazy),
+                bool(own),
+                visits,
+            )
+            done[plist[q0:q1]] = True
+            if on_batch is not None and on_batch(plist[q0:q1].tolist()) is False:
+                halted.append(True)
 
+        return run
+
+    if lazy is None:
+        lazy = bd.mode == NARROW or bd.mode == SPARSE
+    lazy = bool(lazy) and not n_folds
+    rows_sorted = sorted_rows(bd, order) if lazy else (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1))
+    visits = np.zeros(len(pairs))
     work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))
+    rest, own, why = np.arange(len(pairs), dtype=np.int64), False, None
     # BLAS on one thread beside ours; not worth its limit (~30 us) on work as small as iris'
     small = int(work.sum()) <= SMALL_WORK
     with contextlib.nullcontext() if small else one_blas_thread():
-        why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
-        if why is None:
-            why = _run_batches(some_pairs, _batches(work.tolist(), BATCH_ENTRIES), workers, stop)
+        if lazy:  # a spread sample of pairs first, each on its own blocks, rows as visited
+            n_probes = max(1, min(LAZY_PROBES, len(pairs) // 3))
+            probes = np.unique(np.linspace(0, len(pairs) - 1, n_probes).astype(np.int64))
+            why = _run_batches(pairs_of(probes, True, True), [(q, q + 1) for q in range(probes.size)], workers, stop)
+            rest = np.setdiff1d(rest, probes)
+            lazy, own = lazy_plan(visits[probes], counts, pa[rest], pb[rest])
+        if why is None and not own:
+            why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
+        if why is None and rest.size:
+            batches = _batches(work[rest].tolist(), BATCH_ENTRIES)
+            why = _run_batches(pairs_of(rest, lazy, own), batches, workers, stop)
     rows_flat = np.empty(int(aoff[-1]), dtype=np.int64)
     _pair_rows(order, cstart, pa, pb, aoff, False, rows_flat, np.empty(int(aoff[-1])))
     bounds = aoff.tolist()

@@ -4,6 +4,13 @@ Used by :mod:`maxmargin.solvers.ovo` (every one-vs-one problem of a multi-class 
 :mod:`maxmargin.solvers.ovo_folds` (their cross-validation folds).  Rows ``0..na-1`` are class a
 (:math:`y = +1`), rows ``na..`` class b (:math:`y = -1`); the kernel row of a class-a row is
 ``[Da[i], off[i]]``, of a class-b row ``[offT[i - na], Db[i - na]]``.
+
+The kernel rows may also be computed on demand (``lazy``, :func:`fill_row`): a row's off-diagonal segment
+(and its diagonal segment, where the classes' diagonal blocks are not computed) the first time SMO selects
+its variable, as LIBSVM computes kernel rows, into the next free row of a store.  Where the
+classes are easy to separate SMO visits a few rows in a hundred, and the pair's kernel work shrinks to
+those rows; where it visits most of them, each row costs what it costs in a whole block (the same
+per-row loops: :func:`maxmargin.kernels.blocks.narrow_dots` and the sparse postings).
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from ..kernels.blocks import DENSE, NARROW, narrow_dots, postings_dots
+from ..kernels.formulas import transform
 from .smo import TAU, pair_step
 
 
@@ -36,6 +45,86 @@ def _row(i, na, Da, Db, off, offT):
     if i < na:
         return Da[i], off[i]
     return offT[i - na], Db[i - na]
+
+
+@njit(cache=True, nogil=True)
+def _kernel_row(lz, r, c0, cols, o):
+    """``o[t] = K(x_r, z_{c0 + t})`` for the data row r and the rows sorted by class (:func:`fill_row`'s
+    ``lz``); ``cols``: the class of those rows as columns (sparse mode)."""
+    mode, code, gamma, coef0, degree, X, XT, Xs, data, indices, indptr, sq, sqs, w = lz[4:18]
+    m = o.shape[0]
+    if mode == NARROW:
+        narrow_dots(X[r], XT, c0, o)
+    elif mode == DENSE:
+        o[:] = np.dot(Xs[c0 : c0 + m], X[r])
+    else:
+        cptr, crow, cval = cols
+        o[:] = 0.0
+        postings_dots(o, indices, data, indptr[r], indptr[r + 1], cptr, crow, cval)
+    transform(o, code, gamma, coef0, degree, sq[r], sqs[c0 : c0 + m], w)
+
+
+@njit(cache=True, nogil=True)
+def self_kernels(lz, rows, out):
+    """``out[t] = K(x_r, x_r)`` for the data rows ``r = rows[t]`` (:func:`fill_row`'s ``lz``), in one pass."""
+    mode, code, gamma, coef0, degree, X, XT, Xs, data, indices, indptr, sq = lz[4:16]
+    m = rows.shape[0]
+    twice = np.empty(m)  # for RBF: ||x||^2 + ||x||^2 - 2 x.x, with 0 for the row's own norm
+    for t in range(m):
+        r = rows[t]
+        v = 0.0
+        if mode == NARROW or mode == DENSE:
+            for f in range(X.shape[1]):
+                v += X[r, f] * X[r, f]
+        else:
+            for q in range(indptr[r], indptr[r + 1]):
+                v += data[q] * data[q]
+        out[t] = v
+        twice[t] = 2.0 * sq[r]
+    transform(out, code, gamma, coef0, degree, 0.0, twice, np.empty(m))
+
+
+@njit(cache=True, nogil=True)
+def fill_row(lz, i, na, Da, Db):
+    """Row i of the pair's Gram matrix, computed into the next free row of ``store`` the first time it is
+    asked for (``slot[i] < 0``): its segment over class a, then over class b.  Its off-diagonal segment is
+    computed; its diagonal segment too where the pair holds no diagonal blocks (``own``), else copied from
+    ``Da[i]`` / ``Db[i - na]`` (the classes' shared blocks).  ``lz`` (:func:`maxmargin.solvers.ovo._solve_pairs`):
+    ``(slot, store, count, own, mode, code, gamma, coef0, degree, X, XT, Xs, data, indices, indptr, sq, sqs,
+    scratch, ra, rb, sa, sb, cols_a, cols_b)``: the rows held and how many, the data as
+    :class:`maxmargin.kernels.blocks.BlockData` holds it, its rows sorted by class as columns (``XT``, narrow
+    mode) or rows (``Xs``, dense mode) with their squared norms ``sqs``, a scratch row, the pair's data rows
+    ``ra``/``rb`` and where they start in the sorted order (``sa``/``sb``), and each class as columns
+    (sparse mode, :func:`maxmargin.kernels.blocks.columns_of`)."""
+    slot, store, count, own = lz[0:4]
+    if slot[i] >= 0:
+        return
+    ra, rb, sa, sb, ca, cb = lz[18:24]
+    k = count[0]
+    row = store[k]
+    if i < na:
+        r = ra[i]
+        _kernel_row(lz, r, sb, cb, row[na:])
+        if own:
+            _kernel_row(lz, r, sa, ca, row[:na])
+        else:
+            row[:na] = Da[i]
+    else:
+        r = rb[i - na]
+        _kernel_row(lz, r, sa, ca, row[:na])
+        if own:
+            _kernel_row(lz, r, sb, cb, row[na:])
+        else:
+            row[na:] = Db[i - na]
+    slot[i] = k
+    count[0] = k + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _held(lz, i, na):
+    """Row i of the pair's Gram matrix as :func:`fill_row` holds it, as its two class segments (no copy)."""
+    row = lz[1][lz[0][i]]
+    return row[:na], row[na:]
 
 
 @njit(cache=True, nogil=True)
@@ -73,22 +162,29 @@ def _shrink(act, m, na, U, alpha, G):
 
 
 @njit(cache=True, nogil=True)
-def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
+def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy=None, qd=None):
     """WSS3 SMO (seed 001's clipped pair step, :func:`maxmargin.solvers.smo.pair_step`)
     on one pair whose Gram matrix is held as class blocks: rows ``0..na-1`` are class
     a (y = +1), with kernel rows ``[Da[i], off[i]]``; rows ``na..`` class b (y = -1),
     ``[offT[i - na], Db[i - na]]``.  The gradient ``G`` and ``alpha`` are updated in
     place.  With ``shrinking`` the selection looks at the active variables only
     (:func:`_shrink` every ``min(n, 1000)`` steps) and, once they are optimal, at all
-    of them again.  Returns the number of steps."""
+    of them again.  With ``lazy`` (:func:`fill_row`'s tuple) the rows are computed as SMO first needs them
+    (the gradient update reads only rows of the two variables of the step) and held apart from the blocks
+    (``Da``/``Db`` are the classes' shared diagonal blocks, or of shape (na, 0) / (nb, 0) where the pair's
+    own rows are computed whole; ``off``/``offT`` are not read); ``qd`` is the Gram matrix's diagonal then.
+    Returns the number of steps."""
     na = Da.shape[0]
     nb = Db.shape[0]
     n = na + nb
-    QD = np.empty(n)
-    for t in range(na):
-        QD[t] = Da[t, t]
-    for t in range(nb):
-        QD[na + t] = Db[t, t]
+    if qd is None:
+        QD = np.empty(n)
+        for t in range(na):
+            QD[t] = Da[t, t]
+        for t in range(nb):
+            QD[na + t] = Db[t, t]
+    else:
+        QD = qd
     act = np.arange(n)
     m = n
     period = min(n, 1000)
@@ -116,7 +212,11 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
         j = -1
         gmax2 = -np.inf
         if i >= 0:
-            Li, Ri = _row(i, na, Da, Db, off, offT)
+            if lazy is not None:
+                fill_row(lazy, i, na, Da, Db)
+                Li, Ri = _held(lazy, i, na)
+            else:
+                Li, Ri = _row(i, na, Da, Db, off, offT)
             QDi = QD[i]
             # j: the second-order choice over I_low (Fan, Chen & Lin 2005)
             best = np.inf
@@ -149,8 +249,13 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking):
                 act[t] = t
             counter = period
             continue
-        Li, Ri = _row(i, na, Da, Db, off, offT)
-        Lj, Rj = _row(j, na, Da, Db, off, offT)
+        if lazy is not None:
+            fill_row(lazy, j, na, Da, Db)
+            Li, Ri = _held(lazy, i, na)
+            Lj, Rj = _held(lazy, j, na)
+        else:
+            Li, Ri = _row(i, na, Da, Db, off, offT)
+            Lj, Rj = _row(j, na, Da, Db, off, offT)
         Kij = Li[j] if j < na else Ri[j - na]
         yi = 1.0 if i < na else -1.0
         yj = 1.0 if j < na else -1.0
