@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from numba import njit, uint64
 
 from .formulas import PRECOMPUTED, RBF, check_code, transform
-from .objects import row_norms_sq
+from .objects import narrow_dots, row_norms_sq
 
 #: dense data with at most this many features: compiled loop instead of BLAS
 NARROW_D = 32
@@ -74,33 +74,6 @@ def block_data(X, kernel):
     Xd = np.ascontiguousarray(X, dtype=np.float64)
     mode = NARROW if Xd.shape[1] <= NARROW_D else DENSE
     return BlockData(mode, code, gamma, coef0, degree, Xd, empty_f, empty_i, empty_i, sq, X.shape[1])
-
-
-@njit(cache=True, nogil=True, fastmath={"contract"})
-def narrow_dots(x, ZT, c0, o):
-    """``o[t] = x . z_t`` for the rows z_t held as columns ``c0 .. c0 + len(o) - 1`` of ``ZT`` (features x
-    rows): up to four features per pass over ``o``, vectorised along it."""
-    d = x.shape[0]
-    nb = o.shape[0]
-    f = 0
-    while f < d:
-        x0 = x[f]
-        x1 = x[f + 1] if f + 1 < d else 0.0
-        x2 = x[f + 2] if f + 2 < d else 0.0
-        x3 = x[f + 3] if f + 3 < d else 0.0
-        z0 = ZT[f, c0 : c0 + nb]
-        z1 = ZT[min(f + 1, d - 1), c0 : c0 + nb]
-        z2 = ZT[min(f + 2, d - 1), c0 : c0 + nb]
-        z3 = ZT[min(f + 3, d - 1), c0 : c0 + nb]
-        if f == 0:
-            for t in range(nb):
-                o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
-        else:
-            for t in range(nb):
-                o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
-        f += 4
-    if d == 0:
-        o[:] = 0.0
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})

@@ -77,37 +77,42 @@ SMALL_DOT_MIN_COLS = 512
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
+def narrow_dots(x, ZT, c0, o):
+    """``o[t] = x . z_t`` for the rows z_t held as columns ``c0 .. c0 + len(o) - 1`` of ``ZT`` (features x
+    rows): up to four features per pass over ``o``, vectorised along it."""
+    d = x.shape[0]
+    nb = o.shape[0]
+    f = 0
+    while f < d:
+        x0 = x[f]
+        x1 = x[f + 1] if f + 1 < d else 0.0
+        x2 = x[f + 2] if f + 2 < d else 0.0
+        x3 = x[f + 3] if f + 3 < d else 0.0
+        z0 = ZT[f, c0 : c0 + nb]
+        z1 = ZT[min(f + 1, d - 1), c0 : c0 + nb]
+        z2 = ZT[min(f + 2, d - 1), c0 : c0 + nb]
+        z3 = ZT[min(f + 3, d - 1), c0 : c0 + nb]
+        if f == 0:
+            for t in range(nb):
+                o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+        else:
+            for t in range(nb):
+                o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
+        f += 4
+    if d == 0:
+        o[:] = 0.0
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
 def _small_dot_rows(X, ZT, out, r0, r1):
     """out[i] = X[i] @ ZT for rows r0..r1-1, few columns in X: per row, chunks of the output
-    kept in cache and up to four features added per pass over a chunk (vectorised along
-    ZT's rows)."""
-    d = X.shape[1]
+    kept in cache (:func:`narrow_dots` on each)."""
     m = ZT.shape[1]
     for i in range(r0, r1):
         x = X[i]
         for lo in range(0, m, 512):  # five 4 KB strips (o and four rows of ZT) stay in L1
             hi = min(lo + 512, m)
-            w = hi - lo
-            o = out[i][lo:hi]
-            if d == 0:
-                o[:] = 0.0
-            f = 0
-            while f < d:
-                x0 = x[f]
-                x1 = x[f + 1] if f + 1 < d else 0.0
-                x2 = x[f + 2] if f + 2 < d else 0.0
-                x3 = x[f + 3] if f + 3 < d else 0.0
-                z0 = ZT[f][lo:hi]
-                z1 = ZT[min(f + 1, d - 1)][lo:hi]
-                z2 = ZT[min(f + 2, d - 1)][lo:hi]
-                z3 = ZT[min(f + 3, d - 1)][lo:hi]
-                if f == 0:
-                    for t in range(w):
-                        o[t] = (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
-                else:
-                    for t in range(w):
-                        o[t] += (x0 * z0[t] + x1 * z1[t]) + (x2 * z2[t] + x3 * z3[t])
-                f += 4
+            narrow_dots(x, ZT, lo, out[i][lo:hi])
 
 
 def _small_dot_py(X, ZT, out):

@@ -10,7 +10,7 @@ The kernel rows may also be computed on demand (``lazy``, :func:`fill_row`): a r
 its variable, as LIBSVM computes kernel rows, into the next free row of a store.  Where the
 classes are easy to separate SMO visits a few rows in a hundred, and the pair's kernel work shrinks to
 those rows; where it visits most of them, each row costs what it costs in a whole block (the same
-per-row loops: :func:`maxmargin.kernels.blocks.narrow_dots` and the sparse postings).
+per-row loops: :func:`maxmargin.kernels.objects.narrow_dots` and the sparse postings).
 """
 
 from __future__ import annotations
