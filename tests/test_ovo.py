@@ -370,3 +370,20 @@ def test_the_lazy_plan():
     assert ovo.lazy_plan(np.array([0.38]), counts, pa, pb) == (True, False)  # 0.76
     assert ovo.lazy_plan(np.array([0.5]), counts, pa, pb) == (False, False)  # most rows: whole blocks
     assert ovo.lazy_plan(np.array([0.5]), counts, pa[:0], pb[:0]) == (True, True)  # nothing left
+    # dense rows above NARROW_D: rows on demand only where rarer, on the shared diagonal blocks
+    assert ovo.lazy_plan(np.array([0.01]), counts, pa, pb, dear=True) == (True, False)
+    assert ovo.lazy_plan(np.array([0.2]), counts, pa, pb, dear=True) == (False, False)
+
+
+def test_wide_dense_rows_on_demand_only_up_to_their_limit(monkeypatch):
+    plans = []
+    original = ovo.lazy_plan
+    monkeypatch.setattr(ovo, "lazy_plan", lambda *a: plans.append(original(*a)) or plans[-1])
+    X, y = easy_or_hard("easy")
+    Xw = np.hstack([X] * 10)  # 50 features: BLAS blocks, rows by matrix-vector products
+    ours = SVC().fit(Xw, y)  # gamma="scale": the same problem as on X
+    assert plans == [(True, False)]
+    ref = SkSVC().fit(Xw, y)
+    np.testing.assert_allclose(ours.decision_function(Xw), ref.decision_function(Xw), atol=2e-3)
+    SVC().fit(np.hstack([Xw, Xw]), y)  # 100 features: whole blocks, no probes
+    assert len(plans) == 1

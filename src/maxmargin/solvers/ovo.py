@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from .._threads import cores, one_blas_thread
-from ..kernels.blocks import DENSE, NARROW, SPARSE, block, block_by_columns, columns_of
+from ..kernels.blocks import DENSE, GRAM, NARROW, SPARSE, block, block_by_columns, columns_of
 from ..probability import _sigmoid_train
 from .ovo_folds import one_fold
 from .pair_smo import _violation, pair_smo, self_kernels
@@ -52,6 +52,12 @@ SMALL_WORK = 1 << 18
 LAZY_PROBES = 8
 #: ... and the other pairs' off-diagonal rows too where SMO visited at most this fraction of the probes' rows ...
 LAZY_MAX_VISITS = 0.4
+#: ... (dense rows above ``NARROW_D`` features: this fraction; usps visits 0.14, mnist 0.19, separated blobs
+#: 0.04-0.07) ...
+LAZY_MAX_VISITS_DENSE = 0.1
+#: ... up to this many features: a row on demand reads its class's rows, which stay in L2 no longer (mnist, 784
+#: features: the probes alone made the fit 1.27x slower; blobs of 40 and 64 features 0.61 and 0.67)
+LAZY_MAX_DENSE_D = 64
 #: ... and their diagonal blocks as well, each pair its own, where that costs at most this fraction of the classes'
 #: shared blocks
 OWN_MAX_COST = 0.7
@@ -279,18 +285,22 @@ def _solve_pairs(
             res[p, 5], res[p, 6] = _sigmoid_train(cv_out[o : o + n], y > 0.0, 100, 1e-10, 1e-12, 1e-5)
 
 
-def lazy_plan(f, counts, pa, pb):
+def lazy_plan(f, counts, pa, pb, dear=False):
     """How the pairs ``(pa, pb)`` left after the probes are solved, from the fractions ``f`` of the probes'
     rows that SMO visited: ``(lazy, own)``.  A lazy row of the off-diagonal block is one of two (a class-a
     row and a class-b row hold the same kernel values), so rows on demand pay while SMO visits less than
     :data:`LAZY_MAX_VISITS` of them; each pair's own diagonal blocks, filled on demand, cost about
     ``f * (pairs of the class)`` times a class's shared block, computed once: they pay below
-    :data:`OWN_MAX_COST` of it (by the classes' sizes squared)."""
+    :data:`OWN_MAX_COST` of it (by the classes' sizes squared).  ``dear``: dense rows above ``NARROW_D``
+    features, whose rows on demand (matrix-vector products) pay below :data:`LAZY_MAX_VISITS_DENSE` and
+    on the shared diagonal blocks only."""
     if pa.size == 0:
-        return True, True
+        return True, not dear
     v = float(np.mean(f)) if len(f) else 1.0
-    if v > LAZY_MAX_VISITS:
+    if v > (LAZY_MAX_VISITS_DENSE if dear else LAZY_MAX_VISITS):
         return False, False
+    if dear:
+        return True, False
     m2 = counts.astype(np.float64) ** 2
     deg = np.bincount(np.concatenate([pa, pb]), minlength=counts.shape[0]).astype(np.float64)
     used = deg > 0
@@ -514,8 +524,9 @@ def solve_pairs(
     A spread sample of :data:`LAZY_PROBES` pairs is solved so first, each pair on its own blocks; the
     fraction of their rows SMO visited decides how the rest go (:func:`lazy_plan`): the same way, or on
     the classes' shared diagonal blocks with the off-diagonal rows on demand, or as whole blocks.  Easy
-    classes (SMO done after a few steps per hundred rows) leave most kernel values uncomputed.  None: where
-    a row costs what it costs in a block (narrow and sparse data, not dense data's BLAS products).
+    classes (SMO done after a few steps per hundred rows) leave most kernel values uncomputed.  None: for
+    every built-in kernel (dense rows above ``NARROW_D`` features by stricter rules, :func:`lazy_plan`, and not
+    above :data:`LAZY_MAX_DENSE_D`).
     """
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
@@ -586,22 +597,30 @@ def solve_pairs(
         return run
 
     if lazy is None:
-        lazy = bd.mode == NARROW or bd.mode == SPARSE
+        lazy = bd.mode != GRAM and (bd.mode != DENSE or bd.n_features <= LAZY_MAX_DENSE_D)
     lazy = bool(lazy) and not n_folds
     rows_sorted = sorted_rows(bd, order) if lazy else (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1))
     visits = np.zeros(len(pairs))
     work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))
-    rest, own, why = np.arange(len(pairs), dtype=np.int64), False, None
+    rest, own, why, diag_done = np.arange(len(pairs), dtype=np.int64), False, None, False
+    # dense rows above NARROW_D: a block is one BLAS product, a row on demand a matrix-vector product (dearer
+    # a value): the probes read the shared diagonal blocks, and rows on demand must be rarer to pay
+    dear = bd.mode == DENSE
     # BLAS on one thread beside ours; not worth its limit (~30 us) on work as small as iris'
     small = int(work.sum()) <= SMALL_WORK
     with contextlib.nullcontext() if small else one_blas_thread():
-        if lazy:  # a spread sample of pairs first, each on its own blocks, rows as visited
+        if lazy:  # a spread sample of pairs first, rows as visited
+            if dear:
+                why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
+                diag_done = True
             n_probes = max(1, min(LAZY_PROBES, len(pairs) // 3))
             probes = np.unique(np.linspace(0, len(pairs) - 1, n_probes).astype(np.int64))
-            why = _run_batches(pairs_of(probes, True, True), [(q, q + 1) for q in range(probes.size)], workers, stop)
+            if why is None:
+                batches = [(q, q + 1) for q in range(probes.size)]
+                why = _run_batches(pairs_of(probes, True, not dear), batches, workers, stop)
             rest = np.setdiff1d(rest, probes)
-            lazy, own = lazy_plan(visits[probes], counts, pa[rest], pb[rest])
-        if why is None and not own:
+            lazy, own = lazy_plan(visits[probes], counts, pa[rest], pb[rest], dear)
+        if why is None and not own and not diag_done:
             why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
         if why is None and rest.size:
             batches = _batches(work[rest].tolist(), BATCH_ENTRIES)
