@@ -375,15 +375,18 @@ def test_the_lazy_plan():
     assert ovo.lazy_plan(np.array([0.2]), counts, pa, pb, dear=True) == (False, False)
 
 
-def test_wide_dense_rows_on_demand_only_up_to_their_limit(monkeypatch):
+def test_wide_dense_rows_on_demand_only_up_to_their_limits(monkeypatch):
+    """Dense rows of 33-64 features: rows on demand (matrix-vector products) where the probes are at most a
+    third of the pairs and visited few rows; more features, or fewer pairs: whole blocks, no probes."""
     plans = []
     original = ovo.lazy_plan
     monkeypatch.setattr(ovo, "lazy_plan", lambda *a: plans.append(original(*a)) or plans[-1])
-    X, y = easy_or_hard("easy")
-    Xw = np.hstack([X] * 10)  # 50 features: BLAS blocks, rows by matrix-vector products
-    ours = SVC().fit(Xw, y)  # gamma="scale": the same problem as on X
+    X, y = make_blobs(2400, centers=8, n_features=5, cluster_std=1.0, random_state=3)
+    Xw = np.hstack([X] * 10)  # 50 features: BLAS blocks; 28 pairs
+    ours = SVC(decision_function_shape="ovo").fit(Xw, y)  # gamma="scale": the same problem as on X
     assert plans == [(True, False)]
-    ref = SkSVC().fit(Xw, y)
+    ref = SkSVC(decision_function_shape="ovo").fit(Xw, y)
     np.testing.assert_allclose(ours.decision_function(Xw), ref.decision_function(Xw), atol=2e-3)
-    SVC().fit(np.hstack([Xw, Xw]), y)  # 100 features: whole blocks, no probes
+    SVC().fit(np.hstack([Xw, Xw]), y)  # 100 features
+    SVC().fit(Xw[y < 4], y[y < 4])  # 6 pairs: the probes would be a third of them
     assert len(plans) == 1

@@ -56,7 +56,9 @@ LAZY_MAX_VISITS = 0.4
 #: 0.04-0.07) ...
 LAZY_MAX_VISITS_DENSE = 0.1
 #: ... up to this many features: a row on demand reads its class's rows, which stay in L2 no longer (mnist, 784
-#: features: the probes alone made the fit 1.27x slower; blobs of 40 and 64 features 0.61 and 0.67)
+#: features: the probes alone made the fit 1.27x slower; blobs of 40 and 64 features 0.61 and 0.67), and only
+#: where the probes are at most a third of the pairs (random labels, 4 classes x 40 features: 2 probes of 6 pairs
+#: made the fit 1.18-1.24x as long)
 LAZY_MAX_DENSE_D = 64
 #: ... and their diagonal blocks as well, each pair its own, where that costs at most this fraction of the classes'
 #: shared blocks
@@ -526,7 +528,7 @@ def solve_pairs(
     the classes' shared diagonal blocks with the off-diagonal rows on demand, or as whole blocks.  Easy
     classes (SMO done after a few steps per hundred rows) leave most kernel values uncomputed.  None: for
     every built-in kernel (dense rows above ``NARROW_D`` features by stricter rules, :func:`lazy_plan`, and not
-    above :data:`LAZY_MAX_DENSE_D`).
+    above :data:`LAZY_MAX_DENSE_D` features or below ``3 * LAZY_PROBES`` pairs).
     """
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
@@ -597,7 +599,8 @@ def solve_pairs(
         return run
 
     if lazy is None:
-        lazy = bd.mode != GRAM and (bd.mode != DENSE or bd.n_features <= LAZY_MAX_DENSE_D)
+        wide = bd.mode == DENSE and (bd.n_features > LAZY_MAX_DENSE_D or len(pairs) < 3 * LAZY_PROBES)
+        lazy = bd.mode != GRAM and not wide
     lazy = bool(lazy) and not n_folds
     rows_sorted = sorted_rows(bd, order) if lazy else (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1))
     visits = np.zeros(len(pairs))
