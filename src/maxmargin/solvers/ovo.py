@@ -170,9 +170,9 @@ def _solve_pairs(
     first, then b, each in the order of ``order``).  With ``n_folds > 0`` the pair's
     cross-validation folds follow on the same blocks (:func:`maxmargin.solvers.ovo_folds.one_fold`;
     ``fold_of``: each row's fold, same layout), their held-out decision values into ``cv_out``.
-    With ``lazy`` (and no folds) the off-diagonal block's rows are computed as SMO first visits them
-    (:func:`maxmargin.solvers.pair_smo.fill_row`; ``sorted_rows``: :func:`sorted_rows`), and with ``own`` so
-    are the rows of the pair's own copy of its classes' diagonal blocks (``diag`` is not read);
+    With ``lazy`` (and no folds) each kernel row is computed into a row store as SMO first visits it
+    (:func:`maxmargin.solvers.pair_smo.fill_row`; ``sorted_rows``: :func:`sorted_rows`): its off-diagonal
+    segment, and its diagonal segment too with ``own`` (else copied from ``diag``);
     ``visits[p]``: the fraction of the pair's rows computed."""
     mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     XT, Xs, sqs = sorted_rows
@@ -188,9 +188,7 @@ def _solve_pairs(
     if lazy:  # the rows SMO visits, in order, for every pair of the call (the memory mapped once)
         big = 0
         for q in range(p0, p1):
-            big = max(
-                big, cstart[pa[plist[q]] + 1] - cstart[pa[plist[q]]] + cstart[pb[plist[q]] + 1] - cstart[pb[plist[q]]]
-            )
+            big = max(big, aoff[plist[q] + 1] - aoff[plist[q]])
         store = np.empty(big * big)
         scratch = np.empty(big)
     for q in range(p0, p1):
