@@ -210,6 +210,54 @@ def test_compiled_folds_of_many_classes_match_libsvm_and_the_pair_route(monkeypa
     np.testing.assert_allclose(est.probB_, slow.probB_, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("data", ["narrow", "sparse", "wide"])
+@pytest.mark.parametrize("plan", [(True, True), (True, False), (False, False)])
+def test_compiled_folds_on_each_row_plan_match_libsvm(data, plan, monkeypatch):
+    """The folds run on the pair's kernel rows however the compiled route holds them (``plan``:
+    :func:`maxmargin.solvers.ovo.lazy_plan`'s (rows on demand, each pair its own diagonal blocks) after the
+    probes, which take rows on demand): each fold's held-out values equal LIBSVM's cold fit on the fold's rows,
+    on dense rows of few features, sparse rows, and dense rows of 40 features (matrix-vector rows on demand)."""
+    import scipy.sparse as sp
+
+    from maxmargin.kernels import make_kernel
+    from maxmargin.kernels.blocks import DENSE, NARROW, SPARSE, block_data
+    from maxmargin.solvers import ovo
+
+    k, d = (8, 40) if data == "wide" else (4, 6)  # dense rows on demand: only with 3 x 8 pairs or more
+    X, y = make_blobs(100 * k, d, centers=k, cluster_std=2.5, random_state=3)
+    if data == "sparse":
+        X[np.abs(X) < 3] = 0.0
+        X = sp.csr_matrix(X)
+    gamma = 0.3 if data != "wide" else 0.05
+    mode = block_data(X, make_kernel("rbf", gamma=gamma)).mode
+    assert mode == {"narrow": NARROW, "sparse": SPARSE, "wide": DENSE}[data]
+    captured, plans = [], []
+    original = ovo.solve_pairs
+
+    def spy(bd, y_idx, C, pairs, **kw):
+        res = original(bd, y_idx, C, pairs, **kw)
+        captured.append((np.asarray(y_idx).copy(), pairs, kw.get("folds"), res))
+        return res
+
+    monkeypatch.setattr(ovo, "solve_pairs", spy)
+    monkeypatch.setattr(ovo, "lazy_plan", lambda *a: plans.append(a) or plan)
+    maxmargin.SVC(C=2.0, gamma=gamma, tol=1e-8, probability=True, random_state=0).fit(X, y)
+    ((y_idx, pairs, folds, res),) = captured
+    assert len(plans) == 1 and all(c is not None for c in res["cv"])
+    folds = np.split(np.asarray(folds), np.asarray(res["offsets"])[1:-1])
+    probes = np.unique(np.linspace(0, len(pairs) - 1, max(1, min(ovo.LAZY_PROBES, len(pairs) // 3))).astype(int))
+    check = [int(probes[0])] + [p for p in range(len(pairs)) if p not in probes][:2]
+    for p in check:  # a probe and pairs after it
+        a, rows, fold, dec = pairs[p][0], res["rows"][p], folds[p], res["cv"][p]
+        yy = np.where(y_idx[rows] == a, 1, -1)
+        reference = np.zeros_like(dec)
+        for f in range(probability.N_FOLDS):
+            train, test = fold != f, fold == f
+            ref = sklearn.svm.SVC(C=2.0, gamma=gamma, tol=1e-8).fit(X[rows[train]], yy[train])
+            reference[test] = ref.decision_function(X[rows[test]])
+        np.testing.assert_allclose(dec, reference, atol=1e-5)
+
+
 @pytest.mark.parametrize("kind", ["binary", "multi"])
 def test_folds_stop_at_fold_tol_and_the_probabilities_barely_move(kind, monkeypatch):
     """The folds are solved to ``probability.fold_tol(tol)`` (30 times the fit's tol): fewer SMO steps

@@ -170,13 +170,13 @@ def _solve_pairs(
     first, then b, each in the order of ``order``).  With ``n_folds > 0`` the pair's
     cross-validation folds follow on the same blocks (:func:`maxmargin.solvers.ovo_folds.one_fold`;
     ``fold_of``: each row's fold, same layout), their held-out decision values into ``cv_out``.
-    With ``lazy`` (and no folds) each kernel row is computed into a row store as SMO first visits it
+    With ``lazy`` each kernel row is computed into a row store as SMO first visits it
     (:func:`maxmargin.solvers.pair_smo.fill_row`; ``sorted_rows``: :func:`sorted_rows`): its off-diagonal
-    segment, and its diagonal segment too with ``own`` (else copied from ``diag``);
-    ``visits[p]``: the fraction of the pair's rows computed."""
+    segment, and its diagonal segment too with ``own`` (else copied from ``diag``); the folds read the
+    same store and add the rows they visit first; ``visits[p]``: the fraction of the pair's rows computed
+    (by its solve and its folds)."""
     mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     XT, Xs, sqs = sorted_rows
-    lazy = lazy and n_folds == 0
     cur = -1
     cptr = np.zeros(1, dtype=np.int64)
     crow = np.zeros(1, dtype=np.int64)
@@ -262,7 +262,6 @@ def _solve_pairs(
                 for t in range(n):
                     qd[t] = Da[t, t] if t < na else Db[t - na, t - na]
             it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lz, qd)
-            visits[p] = count[0] / n
         else:
             it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
         obj = 0.0
@@ -277,9 +276,17 @@ def _solve_pairs(
         res[p, 3] = _violation(y, G, alpha, U)
         fold_its = 0
         for f in range(n_folds):  # each from this pair's alpha, y'alpha = 0 restored on few multipliers
-            fold_its += one_fold(
-                Da, Db, off, offT, U, alpha, fold_of[o : o + n], f, fold_tol, max_iter, shrinking, cv_out[o : o + n]
-            )
+            fo = fold_of[o : o + n]
+            if lazy:  # on the pair's row store: the rows computed so far and those the fold visits first
+                fold_its += one_fold(
+                    Da, Db, off, offT, U, alpha, fo, f, fold_tol, max_iter, shrinking, cv_out[o : o + n], lz, qd
+                )
+            else:
+                fold_its += one_fold(
+                    Da, Db, off, offT, U, alpha, fo, f, fold_tol, max_iter, shrinking, cv_out[o : o + n]
+                )
+        if lazy:
+            visits[p] = count[0] / n
         res[p, 4] = fold_its
         if n_folds > 0:  # Platt's sigmoid on the held-out values, here on the pair's thread
             res[p, 5], res[p, 6] = _sigmoid_train(cv_out[o : o + n], y > 0.0, 100, 1e-10, 1e-12, 1e-5)
@@ -520,9 +527,10 @@ def solve_pairs(
     values, ``probA``/``probB`` (:func:`maxmargin.probability.sigmoid_train`).  The folds stop
     at ``fold_tol`` (default ``tol``; :func:`maxmargin.probability.fold_tol`).
 
-    ``lazy`` (pairs without folds): compute kernel rows as SMO visits them, as LIBSVM does, where that pays.
-    A spread sample of :data:`LAZY_PROBES` pairs is solved so first, each pair on its own blocks; the
-    fraction of their rows SMO visited decides how the rest go (:func:`lazy_plan`): the same way, or on
+    ``lazy``: compute kernel rows as SMO visits them, as LIBSVM does, where that pays (with ``folds``, the
+    folds' SMO too, on the same rows).  A spread sample of :data:`LAZY_PROBES` pairs is solved so first, each
+    pair on its own blocks; the fraction of their rows SMO visited (in the pair's solve and its folds) decides
+    how the rest go (:func:`lazy_plan`): the same way, or on
     the classes' shared diagonal blocks with the off-diagonal rows on demand, or as whole blocks.  Easy
     classes (SMO done after a few steps per hundred rows) leave most kernel values uncomputed.  None: for
     every built-in kernel (dense rows above ``NARROW_D`` features by stricter rules, :func:`lazy_plan`, and not
@@ -599,7 +607,7 @@ def solve_pairs(
     if lazy is None:
         wide = bd.mode == DENSE and (bd.n_features > LAZY_MAX_DENSE_D or len(pairs) < 3 * LAZY_PROBES)
         lazy = bd.mode != GRAM and not wide
-    lazy = bool(lazy) and not n_folds
+    lazy = bool(lazy)
     rows_sorted = sorted_rows(bd, order) if lazy else (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1))
     visits = np.zeros(len(pairs))
     work = n_pair.astype(np.int64) ** 2 * (1 + int(n_folds))

@@ -4,8 +4,10 @@ Platt's sigmoids need, per pair of classes, decision values that each point gets
 trained without it: LIBSVM's 5-fold cross-validation, one permutation of the pair's rows per pair
 (:func:`maxmargin.probability.fold_plan`).  Where the pairs are solved by
 :mod:`maxmargin.solvers.ovo` (their Gram matrices fit in memory as class blocks), so are their
-folds, by :func:`one_fold`, called right after the pair's own solve with the same blocks (no
-kernel value computed twice, no Python call per fold):
+folds, by :func:`one_fold`, called right after the pair's own solve on the same kernel rows (no
+kernel value computed twice, no Python call per fold): the pair's blocks, or its row store where the
+pair computed its rows as SMO visited them (:func:`maxmargin.solvers.pair_smo.fill_row`; a fold
+computes the rows it visits first into the same store, for the folds after it):
 
 * fold :math:`f`'s problem is the pair's dual on the rows outside fold :math:`f`, solved on the
   pair's blocks as they are: the held-out rows get the upper bound 0, which keeps their
@@ -29,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .pair_smo import pair_smo
+from .pair_smo import _held, fill_row, pair_smo
 from .smo import compute_rho
 
 
@@ -58,14 +60,16 @@ def _restore_equality(alpha, na):
 
 
 @njit(cache=True, nogil=True)
-def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shrinking, dec):
+def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shrinking, dec, lazy=None, qd=None):
     """Fold ``f`` of one pair (rows ``fold != f`` train, ``fold == f`` are held out); the held-out
     decision values go to ``dec`` (pair order).  Returns the SMO steps.
 
     The fold is solved on the pair's own blocks, no copy: a held-out row gets the upper bound 0, so
     its multiplier stays 0 and it is in neither of SMO's index sets (never selected, no part of the
     stopping test); its gradient is kept up to date like every other, and
-    :math:`y_t(G_t + 1) - \rho` is its decision value."""
+    :math:`y_t(G_t + 1) - \rho` is its decision value.  With ``lazy`` (the pair's row store,
+    :func:`maxmargin.solvers.pair_smo.fill_row`, and ``qd`` its diagonal) the fold reads the rows the pair's
+    solve and the earlier folds computed, and computes those it visits first."""
     na = Da.shape[0]
     nb = Db.shape[0]
     n = na + nb
@@ -97,7 +101,15 @@ def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shri
         a = alpha[s]
         if a == 0.0:
             continue
-        if s < na:
+        if lazy is not None:  # the row as the store holds it: its class-a segment, then its class-b one
+            fill_row(lazy, s, na, Da, Db)
+            La, Lb = _held(lazy, s, na)
+            c = a if s < na else -a
+            for r in range(na):
+                G[r] += c * La[r]
+            for r in range(nb):
+                G[na + r] -= c * Lb[r]
+        elif s < na:
             La = Da[s]
             Lb = off[s]
             for r in range(na):
@@ -111,7 +123,7 @@ def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shri
                 G[r] -= a * La[r]
             for r in range(nb):
                 G[na + r] += a * Lb[r]
-    it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
+    it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy, qd)
     # LIBSVM's offset over the training rows (a held-out row, at alpha = 0 = U, would count as bounded)
     yt = np.empty(ma + mb)
     Gt = np.empty(ma + mb)
