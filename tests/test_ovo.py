@@ -9,6 +9,7 @@ from sklearn.datasets import make_blobs
 from sklearn.svm import SVC as SkSVC
 
 from maxmargin import SVC
+from maxmargin import svm as svm_module
 from maxmargin.kernels import make_kernel
 from maxmargin.kernels.blocks import block_data
 from maxmargin.solvers import ovo
@@ -137,10 +138,52 @@ def test_what_keeps_the_pair_by_pair_route(spy):
     SVC(warm_start=True).fit(X, y).fit(X, y)
     SVC().fit(X[y < 2], y[y < 2])  # two classes: one problem, the usual solvers
     assert spy == []
-    SVC(cache_size=0.1).fit(X, y)  # no pair's Gram matrix fits: pair by pair
+    SVC(cache_size=0.05).fit(X, y)  # no pair's Gram matrix fits (80 KB), not even for one worker: pair by pair
     assert spy == []
     SVC().fit(X, y)
     assert spy == [6]
+
+
+@pytest.mark.parametrize("shape", ["narrow", "sparse", "wide"])
+def test_one_worker_takes_the_pairs_that_two_would_not(monkeypatch, shape):
+    """Where the pairs' Gram matrices fit in cache_size for one worker but not for two, narrow and sparse rows
+    (computed on demand) take the compiled route on one worker, and the pairs after the probes on every core
+    where the probes' rows leave room (ovo.lazy_workers); dense rows of many features still go pair by pair.
+    The model is the pair-by-pair one."""
+    monkeypatch.setattr(svm_module, "cores", lambda: 2)
+    calls = []
+    original, workers_of = ovo.solve_pairs, ovo.lazy_workers
+
+    def wrapped(*args, **kw):
+        calls.append(kw.get("workers"))
+        return original(*args, **kw)
+
+    monkeypatch.setattr(ovo, "solve_pairs", wrapped)
+    seen = []
+    monkeypatch.setattr(ovo, "lazy_workers", lambda *a: seen.append(workers_of(*a)) or seen[-1])
+    monkeypatch.setattr(ovo, "cores", lambda: 2)
+    X, y = blobs(n=1200, k=4, d=40 if shape == "wide" else 6, sparse=shape == "sparse")
+    # a pair of 600 rows: 2.75 MB; one worker: 4 diagonal blocks (2.75 MB) + one off-diagonal pair (1.37 MB)
+    params = dict(C=3.0, tol=1e-8, cache_size=4.5)
+    fast = SVC(**params).fit(X, y)
+    if shape == "wide":
+        assert calls == [] and seen == []
+    else:
+        assert calls == [1] and seen == [2]  # separated blobs: the probes visit few rows
+    pair_by_pair(monkeypatch)
+    slow = SVC(**params).fit(X, y)
+    np.testing.assert_allclose(fast.objective_, slow.objective_, rtol=1e-7)
+    np.testing.assert_allclose(fast.dual_coef_, slow.dual_coef_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fast.intercept_, slow.intercept_, rtol=1e-5, atol=1e-7)
+
+
+def test_lazy_workers():
+    n = np.array([1000, 800])
+    # each store: 2 x 5% of 1000^2 x 8 bytes = 0.76 MB
+    assert ovo.lazy_workers(np.array([0.05, 0.01]), n, 2.0, 1, 4) == 2
+    assert ovo.lazy_workers(np.array([0.05, 0.01]), n, 100.0, 1, 4) == 4
+    assert ovo.lazy_workers(np.array([0.9]), n, 2.0, 1, 4) == 1  # no room for a second: the workers given
+    assert ovo.lazy_workers(np.array([0.9]), n, 2.0, 3, 4) == 3
 
 
 def test_the_class_blocks_and_every_workers_blocks_fit_in_cache_size():
@@ -174,6 +217,7 @@ def test_imbalanced_classes_split_between_the_routes_give_the_same_model(spy, mo
     import maxmargin.svm
 
     monkeypatch.setattr(maxmargin.svm, "cores", lambda: 2)
+    monkeypatch.setattr(ovo, "LAZY_MODES", ())  # two workers' memory rule (not one worker's: below)
     rng = np.random.default_rng(3)
     sizes = [700, 60, 50, 40, 30]
     y = np.repeat(np.arange(5), sizes)
@@ -192,6 +236,7 @@ def test_many_large_classes_keep_their_memory_bound(spy, monkeypatch):
     import maxmargin.svm
 
     monkeypatch.setattr(maxmargin.svm, "cores", lambda: 2)
+    monkeypatch.setattr(ovo, "LAZY_MODES", ())  # two workers' memory rule (not one worker's: below)
     X, y = blobs(n=1200, k=6)
     SVC(cache_size=1.5).fit(X, y)  # class blocks of 200^2 doubles (0.3 MB each), the workers' 2 x 0.6 MB
     assert spy == []

@@ -43,6 +43,15 @@ NARROW, DENSE, SPARSE, GRAM = 0, 1, 2, 3
 BlockData = namedtuple("BlockData", "mode code gamma coef0 degree X data indices indptr sq n_features")
 
 
+def block_mode(X, kernel):
+    """The mode :func:`block_data` gives ``X`` (GRAM, SPARSE, NARROW or DENSE), without building it."""
+    if kernel.code == PRECOMPUTED:
+        return GRAM
+    if sp.issparse(X):
+        return SPARSE
+    return NARROW if X.shape[1] <= NARROW_D else DENSE
+
+
 def block_data(X, kernel):
     """:class:`BlockData` for training data ``X`` (dense or CSR; the Gram matrix for a
     precomputed kernel) and a built-in or precomputed :class:`~maxmargin.kernels.Kernel`."""

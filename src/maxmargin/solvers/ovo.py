@@ -48,6 +48,11 @@ BATCH_ENTRIES = 4_000_000
 #: pairs of at most this many Gram entries in all run without a BLAS thread limit (one small batch: BLAS
 #: stays on one thread for products that small anyway)
 SMALL_WORK = 1 << 18
+#: the block modes whose rows :func:`solve_pairs` computes on demand by default (no Gram matrix; dense rows wider
+#: than ``NARROW_D`` only with many pairs and up to :data:`LAZY_MAX_DENSE_D` features)
+LAZY_MODES = (NARROW, SPARSE)
+#: :func:`lazy_workers` counts on each row store holding this multiple of the share of rows the probes visited
+LAZY_STORE_MARGIN = 2.0
 #: rows on demand (:func:`lazy_plan`): a spread sample of this many pairs is solved first, its rows on demand ...
 LAZY_PROBES = 8
 #: ... and the other pairs' off-diagonal rows too where SMO visited at most this fraction of the probes' rows ...
@@ -315,6 +320,17 @@ def lazy_plan(f, counts, pa, pb, dear=False):
     return True, own
 
 
+def lazy_workers(f, n_pair, cache_size, workers, most):
+    """How many workers solve the pairs of ``n_pair`` rows with rows on demand and their own diagonal rows (no
+    shared blocks): each worker's row store takes about the share of rows the probes visited at most (``f``),
+    twice that for safety, of its largest pair's Gram matrix; ``workers`` (those whose whole matrices fit in
+    ``cache_size`` MB) up to ``most``, as many as fit."""
+    share = min(1.0, LAZY_STORE_MARGIN * float(np.max(f))) if len(f) else 1.0
+    each = 8.0 * share * float(np.max(n_pair)) ** 2
+    fit = int(cache_size * 1024 * 1024 // max(each, 1.0))
+    return int(min(max(workers, fit), most))
+
+
 def sorted_rows(bd, order):
     """What :func:`maxmargin.solvers.pair_smo.fill_row` reads besides ``bd``: the rows ``order`` (sorted by
     class) as columns (narrow mode: features x rows) or rows (dense mode), and their squared norms."""
@@ -505,6 +521,7 @@ def solve_pairs(
     n_folds=0,
     fold_tol=None,
     lazy=None,
+    cache_size=None,
 ):
     """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
 
@@ -535,6 +552,10 @@ def solve_pairs(
     classes (SMO done after a few steps per hundred rows) leave most kernel values uncomputed.  None: for
     every built-in kernel (dense rows above ``NARROW_D`` features by stricter rules, :func:`lazy_plan`, and not
     above :data:`LAZY_MAX_DENSE_D` features or below ``3 * LAZY_PROBES`` pairs).
+
+    ``cache_size`` (MB; with ``workers``, the number whose whole Gram matrices fit in it): where the probes' rows
+    on demand leave room for more workers' row stores, the pairs after them run on every core
+    (:func:`lazy_workers`).
     """
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
@@ -629,6 +650,8 @@ def solve_pairs(
                 why = _run_batches(pairs_of(probes, True, not dear), batches, workers, stop)
             rest = np.setdiff1d(rest, probes)
             lazy, own = lazy_plan(visits[probes], counts, pa[rest], pb[rest], dear)
+            if lazy and own and cache_size is not None and rest.size:
+                workers = lazy_workers(visits[probes], n_pair[rest], cache_size, workers, cores())
         if why is None and not own and not diag_done:
             why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
         if why is None and rest.size:
