@@ -28,6 +28,22 @@ def _capture_cv(monkeypatch):
     return captured
 
 
+def _capture_pairs(monkeypatch):
+    """Record (class index of each row, pairs, folds, result) of every ovo.solve_pairs call."""
+    from maxmargin.solvers import ovo
+
+    captured = []
+    original = ovo.solve_pairs
+
+    def spy(bd, y_idx, C, pairs, **kw):
+        res = original(bd, y_idx, C, pairs, **kw)
+        captured.append((np.asarray(y_idx).copy(), pairs, kw.get("folds"), res))
+        return res
+
+    monkeypatch.setattr(ovo, "solve_pairs", spy)
+    return captured
+
+
 @pytest.mark.parametrize("kind", ["binary", "multi", "sparse"])
 def test_same_model_bit_for_bit_across_runs_and_threads(kind, monkeypatch):
     import numba
@@ -179,18 +195,9 @@ def test_compiled_folds_of_many_classes_match_libsvm_and_the_pair_route(monkeypa
     pair (maxmargin.solvers.ovo_folds): each pair's held-out values equal LIBSVM's cold fits on the
     fold's rows, and the sigmoids equal those of the pair-by-pair route (forced by a cache too
     small for the compiled one) at a tight tol."""
-    from maxmargin.solvers import ovo
 
     X, y = make_blobs(600, 4, centers=4, cluster_std=2.5, random_state=3)
-    captured = []
-    original = ovo.solve_pairs
-
-    def spy(bd, y_idx, C, pairs, **kw):
-        res = original(bd, y_idx, C, pairs, **kw)
-        captured.append((np.asarray(y_idx).copy(), pairs, kw.get("folds"), res))
-        return res
-
-    monkeypatch.setattr(ovo, "solve_pairs", spy)
+    captured = _capture_pairs(monkeypatch)
     kw = {"C": 2.0, "gamma": 0.3, "tol": 1e-8, "probability": True, "random_state": 0}
     est = maxmargin.SVC(**kw).fit(X, y)
     ((y_idx, pairs, folds, res),) = captured
@@ -231,15 +238,7 @@ def test_compiled_folds_on_each_row_plan_match_libsvm(data, plan, monkeypatch):
     gamma = 0.3 if data != "wide" else 0.05
     mode = block_data(X, make_kernel("rbf", gamma=gamma)).mode
     assert mode == {"narrow": NARROW, "sparse": SPARSE, "wide": DENSE}[data]
-    captured, plans = [], []
-    original = ovo.solve_pairs
-
-    def spy(bd, y_idx, C, pairs, **kw):
-        res = original(bd, y_idx, C, pairs, **kw)
-        captured.append((np.asarray(y_idx).copy(), pairs, kw.get("folds"), res))
-        return res
-
-    monkeypatch.setattr(ovo, "solve_pairs", spy)
+    captured, plans = _capture_pairs(monkeypatch), []
     monkeypatch.setattr(ovo, "lazy_plan", lambda *a: plans.append(a) or plan)
     maxmargin.SVC(C=2.0, gamma=gamma, tol=1e-8, probability=True, random_state=0).fit(X, y)
     ((y_idx, pairs, folds, res),) = captured
