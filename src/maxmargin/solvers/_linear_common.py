@@ -484,13 +484,13 @@ def sparse_dot(data, indices, lo, hi, w):
     s3 = 0.0
     k = 0
     while k + 4 <= n:
-        s0 += d[k] * w[ix[k]]
-        s1 += d[k + 1] * w[ix[k + 1]]
-        s2 += d[k + 2] * w[ix[k + 2]]
-        s3 += d[k + 3] * w[ix[k + 3]]
+        s0 += d[k] * w[uint64(ix[k])]
+        s1 += d[k + 1] * w[uint64(ix[k + 1])]
+        s2 += d[k + 2] * w[uint64(ix[k + 2])]
+        s3 += d[k + 3] * w[uint64(ix[k + 3])]
         k += 4
     while k < n:
-        s0 += d[k] * w[ix[k]]
+        s0 += d[k] * w[uint64(ix[k])]
         k += 1
     return (s0 + s1) + (s2 + s3)
 
@@ -506,13 +506,13 @@ def sparse_sum(indices, lo, hi, w):
     s3 = 0.0
     k = 0
     while k + 4 <= n:
-        s0 += w[ix[k]]
-        s1 += w[ix[k + 1]]
-        s2 += w[ix[k + 2]]
-        s3 += w[ix[k + 3]]
+        s0 += w[uint64(ix[k])]
+        s1 += w[uint64(ix[k + 1])]
+        s2 += w[uint64(ix[k + 2])]
+        s3 += w[uint64(ix[k + 3])]
         k += 4
     while k < n:
-        s0 += w[ix[k]]
+        s0 += w[uint64(ix[k])]
         k += 1
     return (s0 + s1) + (s2 + s3)
 
@@ -547,7 +547,7 @@ def row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias):
     else:
         s = 0.0
         for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
-            s += data[k] * w[indices[k]]
+            s += data[k] * w[uint64(indices[k])]
     if bias > 0:
         s += bias * w[nf]
     return s
@@ -578,7 +578,7 @@ def row_axpy(i, a, w, Xd, data, indices, indptr, dense, nf, bias):
         _dense_row_axpy(Xd[i], w, nf, a)
     else:
         for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
-            w[indices[k]] += a * data[k]
+            w[uint64(indices[k])] += a * data[k]
     if bias > 0:
         w[nf] += a * bias
 

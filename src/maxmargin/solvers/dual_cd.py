@@ -282,10 +282,10 @@ def _svc_epochs_rec(
             acc = bias * w[nf] if has_bias else 0.0
             if unit:
                 for k in range(uint64(lo), uint64(hi)):
-                    acc += w[indices[k]]
+                    acc += w[uint64(indices[k])]
             else:
                 for k in range(uint64(lo), uint64(hi)):
-                    acc += data[k] * w[indices[k]]
+                    acc += data[k] * w[uint64(indices[k])]
             G = yi * acc - 1.0 + R[r + REC_DIAG] * a
             PG = 0.0
             if a == 0.0:
@@ -315,10 +315,10 @@ def _svc_epochs_rec(
                 if d != 0.0:
                     if unit:
                         for k in range(uint64(lo), uint64(hi)):
-                            w[indices[k]] += d
+                            w[uint64(indices[k])] += d
                     else:
                         for k in range(uint64(lo), uint64(hi)):
-                            w[indices[k]] += d * data[k]
+                            w[uint64(indices[k])] += d * data[k]
                     if has_bias:
                         w[nf] += d * bias
             s += 1
@@ -458,7 +458,7 @@ def _svc_async_epochs(
                                 w[c] += d * Xd[i, c]
                         else:
                             for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
-                                w[indices[k]] += d * data[k]
+                                w[uint64(indices[k])] += d * data[k]
                         if has_bias:
                             bparts[t, 0] += d * bias
                 q += 1

@@ -158,12 +158,12 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, 
                     a[m + j] += zi * v * v
             elif unit:
                 for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
-                    j = indices[k]
+                    j = uint64(indices[k])
                     a[j] += c
                     a[m + j] += zi
             else:
                 for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
-                    j = indices[k]
+                    j = uint64(indices[k])
                     v = data[k]
                     a[j] += c * v
                     a[m + j] += zi * v * v
@@ -205,10 +205,10 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
                 c = zi * o
                 if unit:
                     for k in range(uint64(p0), uint64(p1)):
-                        a[indices[k]] += c
+                        a[uint64(indices[k])] += c
                 else:
                     for k in range(uint64(p0), uint64(p1)):
-                        a[indices[k]] += c * data[k]
+                        a[uint64(indices[k])] += c * data[k]
             if has_bias:
                 a[nf] += c * bias
 
