@@ -58,6 +58,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from . import labels
 from ._threads import one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .solvers import cd_l1, crammer_singer, dual_cd, dual_primal, tron
@@ -366,7 +367,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         self._check_params()
         t_start = time.perf_counter()
         X, y = self._validate_train(X, y, y_numeric=False)
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = labels.encode(y)
         if not _integral_labels(classes):  # integer-valued labels need no further check (~0.15 ms a fit)
             check_classification_targets(y)
         if classes.shape[0] < 2:

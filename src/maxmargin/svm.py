@@ -44,7 +44,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import dedup, formulations, probability, scaleout, votes
+from . import dedup, formulations, labels, probability, scaleout, votes
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
@@ -540,7 +540,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         _check_class_labels(y)
         n = X.shape[0]
         precomputed = self.kernel == "precomputed"
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = labels.encode(y)
         if classes.shape[0] < 2:
             raise ValueError(
                 f"the training labels contain only one class ({getattr(classes[0], 'item', lambda: classes[0])()!r}); "

@@ -246,8 +246,8 @@ def _svc_epochs_rec(
         for s in range(active):
             j = s + rand_below(rng, active - s)
             t = index[s]
-            index[s] = index[j]
-            index[j] = t
+            index[s] = index[uint64(j)]
+            index[uint64(j)] = t
         s = 0
         while s < active:
             i = index[s]
@@ -258,27 +258,27 @@ def _svc_epochs_rec(
                 q = s + (stages - 1) * ahead
                 if q < active:
                     r = W * index[q]
-                    prefetch_span(data, indices, int(R[r + REC_LO]), int(R[r + REC_HI]), unit)
+                    prefetch_span(data, indices, int(R[uint64(r + REC_LO)]), int(R[uint64(r + REC_HI)]), unit)
                 if stages == 3:
                     q = s + ahead
                     if q < active:
                         r = W * index[q]
-                        prefetch_weights(w, indices, int(R[r + REC_LO]), int(R[r + REC_HI]))
+                        prefetch_weights(w, indices, int(R[uint64(r + REC_LO)]), int(R[uint64(r + REC_HI)]))
             else:  # the record 4 rows ahead, the values of the row 2 ahead (its record asked for 2 rows ago)
                 if s + 4 < active:
                     _prefetch(R, W * index[s + 4])
                 if s + 2 < active:
                     r = W * index[s + 2]
-                    lo2 = int(R[r + REC_LO])
+                    lo2 = int(R[uint64(r + REC_LO)])
                     if not unit:
                         _prefetch(data, lo2)
                     _prefetch(indices, lo2)
             r = W * i
-            lo = int(R[r + REC_LO])
-            hi = int(R[r + REC_HI])
-            yi = R[r + REC_Y]
-            a = R[r + REC_ALPHA]
-            up = R[r + REC_UPPER]
+            lo = int(R[uint64(r + REC_LO)])
+            hi = int(R[uint64(r + REC_HI)])
+            yi = R[uint64(r + REC_Y)]
+            a = R[uint64(r + REC_ALPHA)]
+            up = R[uint64(r + REC_UPPER)]
             acc = bias * w[nf] if has_bias else 0.0
             if unit:
                 for k in range(uint64(lo), uint64(hi)):
@@ -286,21 +286,21 @@ def _svc_epochs_rec(
             else:
                 for k in range(uint64(lo), uint64(hi)):
                     acc += data[k] * w[uint64(indices[k])]
-            G = yi * acc - 1.0 + R[r + REC_DIAG] * a
+            G = yi * acc - 1.0 + R[uint64(r + REC_DIAG)] * a
             PG = 0.0
             if a == 0.0:
                 if shrinking and G > pg_max_old:
                     active -= 1
-                    index[s] = index[active]
-                    index[active] = i
+                    index[s] = index[uint64(active)]
+                    index[uint64(active)] = i
                     continue
                 if G < 0.0:
                     PG = G
             elif a == up:
                 if shrinking and G < pg_min_old:
                     active -= 1
-                    index[s] = index[active]
-                    index[active] = i
+                    index[s] = index[uint64(active)]
+                    index[uint64(active)] = i
                     continue
                 if G > 0.0:
                     PG = G
@@ -309,8 +309,8 @@ def _svc_epochs_rec(
             pg_max = max(pg_max, PG)
             pg_min = min(pg_min, PG)
             if abs(PG) > 1e-12:
-                na = min(max(a - G / R[r + REC_QD], 0.0), up)
-                R[r + REC_ALPHA] = na
+                na = min(max(a - G / R[uint64(r + REC_QD)], 0.0), up)
+                R[uint64(r + REC_ALPHA)] = na
                 d = (na - a) * yi
                 if d != 0.0:
                     if unit:

@@ -1,0 +1,54 @@
+"""Class labels to class numbers: ``np.unique(y, return_inverse=True)`` without the sort where the labels allow.
+
+``np.unique`` sorts the labels (an ``argsort`` of all n); a fit of 50,000 rows spent 3-4 ms there, a tenth of a
+LinearSVC fit on ijcnn1.  Labels of two values, and integer-valued labels over a short range, are encoded here by
+comparisons and a count instead (a few passes over ``y``, ~0.1-0.3 ms); anything else goes to ``np.unique``.
+The result is the same in every case: the sorted distinct labels (in ``y``'s dtype) and each row's index into
+them (``np.intp``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: integer-valued labels spanning at most this many values are counted (``np.bincount``) instead of sorted
+COUNT_SPAN = 1 << 16
+
+
+def encode(y):
+    """``(classes, y_idx)`` exactly as ``np.unique(y, return_inverse=True)`` gives them for a 1-d ``y``."""
+    y = np.asarray(y)
+    n = y.shape[0] if y.ndim == 1 else 0
+    if n == 0 or y.dtype.kind not in "iuf":
+        return np.unique(y, return_inverse=True)
+    lo = y.min()
+    hi = y.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):  # NaN or infinite labels: np.unique's answer, checked later
+        return np.unique(y, return_inverse=True)
+    top = y == hi
+    n_top = int(np.count_nonzero(top))
+    if lo == hi:
+        return y[:1].copy(), np.zeros(n, dtype=np.intp)
+    if n_top + int(np.count_nonzero(y == lo)) == n:  # two labels
+        classes = np.empty(2, dtype=y.dtype)
+        classes[0] = lo
+        classes[1] = hi
+        return classes, top.view(np.uint8).astype(np.intp)
+    span = float(hi) - float(lo)
+    if span < COUNT_SPAN and not (y.dtype.kind == "u" and y.dtype.itemsize == 8):
+        if y.dtype.kind == "f":
+            shift = (y - lo).astype(np.intp)
+            if not np.array_equal(shift + float(lo), y):  # labels that are not integer-valued
+                return np.unique(y, return_inverse=True)
+        else:
+            shift = (y.astype(np.int64) - int(lo)).astype(np.intp)
+        counts = np.bincount(shift, minlength=int(span) + 1)
+        present = np.flatnonzero(counts)
+        number = np.zeros(counts.shape[0], dtype=np.intp)
+        number[present] = np.arange(present.shape[0], dtype=np.intp)
+        if y.dtype.kind == "f":
+            classes = (present + float(lo)).astype(y.dtype)  # exact: each equals a label (checked above)
+        else:
+            classes = (present.astype(np.int64) + int(lo)).astype(y.dtype)
+        return classes, number[shift]
+    return np.unique(y, return_inverse=True)

@@ -1,0 +1,39 @@
+"""labels.encode gives np.unique(y, return_inverse=True)'s answer on every kind of label vector."""
+
+import numpy as np
+import pytest
+
+from maxmargin import labels
+
+RNG = np.random.default_rng(0)
+CASES = {
+    "two floats": RNG.choice([-1.0, 1.0], 5000),
+    "two int32": RNG.choice([0, 1], 1000).astype(np.int32),
+    "ten integer-valued floats": RNG.integers(0, 10, 2000).astype(float),
+    "signed ints with gaps": RNG.integers(-5, 300, 5000)[RNG.integers(-5, 300, 5000) % 7 != 0],
+    "float32": RNG.integers(0, 3, 100).astype(np.float32),
+    "fractional floats": np.array([3.5, 1.2, 3.5, 0.25]),
+    "nan": np.array([2.0, np.nan, 1.0]),
+    "large float32 integers": np.array([1e8, 1e8 + 8, 1e8 + 16, 1e8], np.float32),
+    "wide range": RNG.integers(0, 2**40, 100),
+    "one label": np.array([7, 7, 7]),
+    "two fractional": RNG.choice([0.5, 2.0], 40),
+    "huge uint64": np.array([1, 2**63 + 5, 3], dtype=np.uint64),
+    "uint8": RNG.integers(0, 4, 100).astype(np.uint8),
+    "signed zeros": np.array([-0.0, 0.0, 1.0, 2.0]),
+    "strings": np.array(["b", "a", "c", "a"]),
+    "bools": np.array([True, False, True]),
+    "empty": np.array([], dtype=float),
+    "infinite": np.array([1.0, np.inf, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_encode_is_np_unique(name):
+    y = CASES[name]
+    classes, idx = labels.encode(y)
+    ref_classes, ref_idx = np.unique(y, return_inverse=True)
+    assert classes.dtype == ref_classes.dtype and idx.dtype == ref_idx.dtype
+    np.testing.assert_array_equal(classes, ref_classes)
+    np.testing.assert_array_equal(idx, ref_idx)
+    assert idx.shape == y.shape
