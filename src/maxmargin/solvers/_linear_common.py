@@ -26,6 +26,8 @@ from numba.extending import intrinsic
 
 from .base import Watch
 
+#: unsigned steps for the index arithmetic of the loops below (a signed literal would make the sum signed)
+_U1, _U2, _U3, _U4 = (np.uint64(v) for v in (1, 2, 3, 4))
 #: seconds one compiled chunk should take when a callback or time limit is watched
 CHUNK_SECONDS = 0.2
 #: dense data with fewer non-zeros than this fraction are handed to the solvers as CSR (MNIST: 19% non-zeros,
@@ -473,47 +475,45 @@ def sparse_dot(data, indices, lo, hi, w):
     r""":math:`\sum_{k=lo}^{hi-1} data_k\, w_{indices_k}` with four partial sums: one running sum waits for
     each addition to finish (a chain of floating-point latencies), four overlap them (measured 4-5% faster
     passes on mushrooms and a9a, where the gathers from ``w`` dominate)."""
-    # slices indexed from 0: Numba tests a load through a signed index for a negative value (Python's
-    # a[-1]) unless LLVM can prove it non-negative, as it can for a count from 0 (1.4x faster than data[lo + k])
-    d = data[lo:hi]
-    ix = indices[lo:hi]
-    n = hi - lo
+    # every index unsigned (the positions and the gathered feature numbers): Numba tests a load through a signed
+    # index for a negative value (Python's a[-1]) on each load.  Session 26: 1.5x faster passes than slices
+    # indexed from 0 (which spared the test on the positions only), 2x faster than signed indices.
+    k = uint64(lo)
+    end = uint64(hi)
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     s3 = 0.0
-    k = 0
-    while k + 4 <= n:
-        s0 += d[k] * w[uint64(ix[k])]
-        s1 += d[k + 1] * w[uint64(ix[k + 1])]
-        s2 += d[k + 2] * w[uint64(ix[k + 2])]
-        s3 += d[k + 3] * w[uint64(ix[k + 3])]
-        k += 4
-    while k < n:
-        s0 += d[k] * w[uint64(ix[k])]
-        k += 1
+    while k + _U4 <= end:
+        s0 += data[k] * w[uint64(indices[k])]
+        s1 += data[k + _U1] * w[uint64(indices[k + _U1])]
+        s2 += data[k + _U2] * w[uint64(indices[k + _U2])]
+        s3 += data[k + _U3] * w[uint64(indices[k + _U3])]
+        k += _U4
+    while k < end:
+        s0 += data[k] * w[uint64(indices[k])]
+        k += _U1
     return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def sparse_sum(indices, lo, hi, w):
     """:func:`sparse_dot` when every stored value is 1 (``LinearData.unit``): the values are not read."""
-    ix = indices[lo:hi]
-    n = hi - lo
+    k = uint64(lo)
+    end = uint64(hi)
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     s3 = 0.0
-    k = 0
-    while k + 4 <= n:
-        s0 += w[uint64(ix[k])]
-        s1 += w[uint64(ix[k + 1])]
-        s2 += w[uint64(ix[k + 2])]
-        s3 += w[uint64(ix[k + 3])]
-        k += 4
-    while k < n:
-        s0 += w[uint64(ix[k])]
-        k += 1
+    while k + _U4 <= end:
+        s0 += w[uint64(indices[k])]
+        s1 += w[uint64(indices[k + _U1])]
+        s2 += w[uint64(indices[k + _U2])]
+        s3 += w[uint64(indices[k + _U3])]
+        k += _U4
+    while k < end:
+        s0 += w[uint64(indices[k])]
+        k += _U1
     return (s0 + s1) + (s2 + s3)
 
 
