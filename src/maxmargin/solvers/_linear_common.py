@@ -606,7 +606,7 @@ def row_sqnorms(Xd, data, indices, indptr, dense, nf, bias):
 
 @njit(cache=True, nogil=True, inline="always")
 def _dot_no_bias(i, w, Xd, data, indices, indptr, dense, nf):
-    """:math:`w \cdot x_i` without the bias feature, four partial sums (:func:`sparse_dot`, :func:`dense_dot`)."""
+    r""":math:`w \cdot x_i` without the bias feature, four partial sums (:func:`sparse_dot`, :func:`dense_dot`)."""
     if dense:
         return dense_dot(Xd, i, nf, w)
     return sparse_dot(data, indices, indptr[i], indptr[i + 1], w)

@@ -58,6 +58,7 @@ from ._linear_common import (
     row_dot,
     row_sqnorms,
     sparse_dot,
+    sparse_sum,
     weighted_sum,
 )
 
@@ -281,11 +282,9 @@ def _svc_epochs_rec(
             up = R[uint64(r + REC_UPPER)]
             acc = bias * w[nf] if has_bias else 0.0
             if unit:
-                for k in range(uint64(lo), uint64(hi)):
-                    acc += w[uint64(indices[k])]
+                acc += sparse_sum(indices, lo, hi, w)
             else:
-                for k in range(uint64(lo), uint64(hi)):
-                    acc += data[k] * w[uint64(indices[k])]
+                acc += sparse_dot(data, indices, lo, hi, w)
             G = yi * acc - 1.0 + R[uint64(r + REC_DIAG)] * a
             PG = 0.0
             if a == 0.0:
