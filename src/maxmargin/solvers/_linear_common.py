@@ -72,9 +72,14 @@ class LinearData:
 
 @njit(cache=True, nogil=True)
 def _all_ones(a):
-    """Whether every value of ``a`` is 1 (stops at the first that is not)."""
-    for v in a:
-        if v != 1.0:
+    """Whether every value of ``a`` is 1 (stops after the first block of 1,024 holding one that is not: a loop
+    without an exit inside runs as vector instructions; a9a's 450k values 0.9 -> ~0.1 ms)."""
+    n = a.shape[0]
+    for start in range(0, n, 1024):
+        bad = 0
+        for k in range(start, min(start + 1024, n)):
+            bad += a[k] != 1.0
+        if bad:
             return False
     return True
 
