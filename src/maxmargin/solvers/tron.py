@@ -62,7 +62,10 @@ EPS_CG = 0.5
 #: medians of 7 fits): at 200k, a9a (450k values) 0.0176 -> 0.0144 s and ijcnn1 (650k) 0.032 -> 0.020 s on a
 #: quiet machine, and no slower with one busy process beside (0.0177 -> 0.0169 s, 0.0303 -> 0.0311 s); at 1M
 #: both stayed serial.  Under a heavier load (4-6 on 2 cores) two threads lost: 0.063 s against 0.03 s on a9a
-PARALLEL_STORED = 200_000
+#: Session 26 (Intel machine, the passes on unsigned indices, so each does less work): 50k.  Whole fits, two
+#: chunks against serial, quiet: text2 (352k values) 12.3 against 14.0 ms, mushrooms (128k) 1.65 against 1.97 ms;
+#: with one busy process beside: 18.9 against 17.7 ms and 2.67 against 2.50 ms (``/tmp/s26/par2.py``).
+PARALLEL_STORED = 50_000
 ALPHA_PCG = 0.01
 #: the outer method of :func:`solve` by default: ``"line_search"`` (LIBLINEAR 2.40's Newton method with a
 #: backtracking line search) or ``"trust_region"`` (LIBLINEAR's TRON before 2.40)
