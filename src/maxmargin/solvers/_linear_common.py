@@ -205,7 +205,7 @@ def fold_singletons(ld):
         if hasattr(ld, "_folded"):
             return ld._folded
         ld._folded = None
-        n, nf = ld.n_samples, ld.n_features
+        nf = ld.n_features
         # each one-row feature holds one stored value: too few features, no fold (mushrooms: 112 of
         # 128k values; the count below took 1 ms of a 10 ms fit)
         if ld.indices.size == 0 or nf < FOLD_SINGLETONS_MIN * ld.indices.size:
@@ -215,20 +215,55 @@ def fold_singletons(ld):
         # values: 0.5 ms against 1.4 ms for the per-value mask, which only a fold needs)
         if np.count_nonzero(counts == 1) < FOLD_SINGLETONS_MIN * ld.indices.size:
             return None
-        single = counts[ld.indices] == 1
-        row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(ld.indptr))
-        vals = np.ones(ld.indices.size) if ld.unit else ld.data.astype(np.float64)
         kept = np.flatnonzero(counts >= 2)
-        folded = Folded(
-            _restricted(ld, kept, row_of, ~single),
-            np.bincount(row_of[single], weights=vals[single] ** 2, minlength=n),
-            kept,
-            row_of[single],
-            ld.indices[single].astype(np.int64),
-            vals[single],
+        renumber = np.full(nf, -1, dtype=np.int32)
+        renumber[kept] = np.arange(kept.shape[0], dtype=np.int32)
+        n_single = int(np.count_nonzero(counts == 1))
+        parts = _fold_entries(ld.data, ld.indices, ld.indptr, counts, renumber, bool(ld.unit), n_single)
+        data, indices, indptr, mass, rows, cols, vals = parts
+        small = LinearData(
+            np.empty((0, 0), dtype=ld.data.dtype), data, indices, indptr, False, int(kept.shape[0]), ld.bias, ld.unit
         )
+        folded = Folded(small, mass, kept, rows, cols, vals)
         ld._folded = folded
         return folded
+
+
+@njit(cache=True, nogil=True)
+def _fold_entries(data, indices, indptr, counts, renumber, unit, n_single):
+    """One pass of :func:`fold_singletons` over the stored values: the entries of features stored in one row
+    (``counts == 1``) go to ``(rows, cols, vals)`` and their squares to the row's ``mass``; the others stay, as CSR
+    arrays with their columns renumbered (``renumber``).  (The NumPy version, masks and gathers over every stored
+    value, took 130 ms of a 490 ms fit on hashed300k.)"""
+    n = indptr.shape[0] - 1
+    n_keep = indices.shape[0] - n_single
+    out_data = np.empty(n_keep, dtype=data.dtype)
+    out_indices = np.empty(n_keep, dtype=np.int32)
+    out_indptr = np.zeros(n + 1, dtype=np.int64)
+    mass = np.zeros(n)
+    rows = np.empty(n_single, dtype=np.int64)
+    cols = np.empty(n_single, dtype=np.int64)
+    vals = np.empty(n_single)
+    q = 0
+    t = 0
+    for i in range(n):
+        m = 0.0
+        for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
+            j = uint64(indices[k])
+            if counts[j] == 1:
+                v = 1.0 if unit else np.float64(data[k])
+                rows[t] = i
+                cols[t] = j
+                vals[t] = v
+                m += v * v
+                t += 1
+            else:
+                out_data[q] = data[k]
+                out_indices[q] = renumber[j]
+                q += 1
+        out_indptr[i + 1] = q
+        mass[i] = m
+    return out_data, out_indices, out_indptr, mass, rows, cols, vals
 
 
 #: :func:`compact_columns` drops the features stored in no row when at most this fraction of them is used
