@@ -240,7 +240,8 @@ def solve(
     A = row_sqnorms(*ld.args())
     W = np.zeros((n_classes, ld.n_weights))
     alpha = np.zeros((n, n_classes))
-    if alpha0 is not None and np.shape(alpha0) == (n, n_classes):
+    warm = alpha0 is not None and np.shape(alpha0) == (n, n_classes)
+    if warm:
         # other classes <= 0, own class = -(sum of the others) <= C_i (rows scaled down where needed)
         rows = np.arange(n)
         a = np.minimum(np.asarray(alpha0, dtype=np.float64), 0.0)
@@ -261,7 +262,9 @@ def solve(
     args = ld.args()
     ahead, stages, entries = prefetch_plan(ld)
     stages = min(stages, 2)  # no weight stage: every class has weights of its own
-    Wt = np.ascontiguousarray(W.T)  # feature-major for the epochs (see _scores)
+    # feature-major for the epochs (see _scores); a cold start's zeros without a copy (100 classes x 50,001
+    # weights: a 40 MB copy, 16 ms of a 0.5 s fit)
+    Wt = np.ascontiguousarray(W.T) if warm else np.zeros((ld.n_weights, n_classes))
 
     def step(k):
         rc = _epochs(*args, y, C, A, alpha, Wt, index, istate, fstate, rng, float(tol), int(k), ahead, stages, entries)
