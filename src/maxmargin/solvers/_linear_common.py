@@ -210,7 +210,7 @@ def fold_singletons(ld):
         # 128k values; the count below took 1 ms of a 10 ms fit)
         if ld.indices.size == 0 or nf < FOLD_SINGLETONS_MIN * ld.indices.size:
             return None
-        counts = np.bincount(ld.indices, minlength=nf)
+        counts = _feature_counts(ld.indices, nf)
         # a one-row feature holds exactly one stored value: their share from the counts alone (text2, 351k
         # values: 0.5 ms against 1.4 ms for the per-value mask, which only a fold needs)
         if np.count_nonzero(counts == 1) < FOLD_SINGLETONS_MIN * ld.indices.size:
@@ -227,6 +227,16 @@ def fold_singletons(ld):
         folded = Folded(small, mass, kept, rows, cols, vals)
         ld._folded = folded
         return folded
+
+
+@njit(cache=True, nogil=True)
+def _feature_counts(indices, n_features):
+    """``np.bincount(indices, minlength=n_features)`` (int64): 0.19 against 0.69 ms on text2's 352k values, a
+    twentieth of its dual fit (``np.bincount`` first copies the int32 indices)."""
+    counts = np.zeros(n_features, dtype=np.int64)
+    for k in range(indices.shape[0]):
+        counts[uint64(indices[k])] += 1
+    return counts
 
 
 @njit(cache=True, nogil=True)
