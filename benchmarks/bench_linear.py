@@ -18,6 +18,12 @@ its weights, so the objectives compare directly.  Ratio = fit time / LIBLINEAR's
 asynchronous epochs on two threads; elsewhere it is the serial solver again (another seed).
 "CPU s" is the process CPU time of the fit (median; all threads summed): on a shared machine the wall time of
 a single-threaded fit can be twice its CPU time, so CPU s shows the work done.
+The whole run holds BLAS to one thread (``threadpoolctl``): no peer's fit uses BLAS threads (LIBLINEAR and
+scikit-learn's LinearSVC are serial; maxmargin's linear solvers hold BLAS to one thread themselves), but this
+script's own bookkeeping did (the objective's ``xi @ xi`` on 32k rows), and OpenBLAS's threads then spin for
+~0.1 s (2**28 cycles, ``OPENBLAS_THREAD_TIMEOUT``) on the cores the next fits want: on 2 cores maxmargin's
+two-thread primal passes ran at serial speed for the first ~12 fits after it (a9a 8.3 against 5.0 ms; session
+27, RESULTS.md).  ``--blas-threads`` lifts the hold to see that effect.
 
 Datasets from ../shared/data (MAXMARGIN_DATA elsewhere): a9a (+ a9a.t), mushrooms (fixed 75/25 split), ijcnn1
 (+ ijcnn1.t), MNIST (first 20,000 training rows, scaled to [0, 1], the 10,000 test rows; 10 classes), ``bow``:
@@ -290,6 +296,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--peers", nargs="+", default=["maxmargin", "maxmargin-async", "liblinear", "sklearn"])
     ap.add_argument("--nystroem", action="store_true", help="only the approximate-kernel comparison")
+    ap.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="BLAS threads for the whole run (default 1: see the module docstring; 0 = BLAS's own default)",
+    )
     args = ap.parse_args()
     import os
 
@@ -297,8 +309,11 @@ def main():
     if args.nystroem:
         nystroem(args.repeat)
         return
-    for name in args.sets:
-        run_set(name, args.repeat, args.peers)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=args.blas_threads or None, user_api="blas"):
+        for name in args.sets:
+            run_set(name, args.repeat, args.peers)
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
 
 

@@ -15,7 +15,8 @@ generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights
 Gaussian, 50 planted weights).  Fit times: median of ``--repeat`` fits after one warm-up
 fit each, LIBLINEAR's problem built once.  "test" is the accuracy (classification) or the mean squared error
 (regression) of each model on the held-out rows, computed here from each model's predictions.  Ratio = fit time
-/ LIBLINEAR's; < 1: faster.
+/ LIBLINEAR's; < 1: faster.  As in ``bench_linear.py``, the run holds BLAS to one thread (its own bookkeeping
+would otherwise leave OpenBLAS's threads spinning on the cores the next fits use; ``--blas-threads 0`` lifts it).
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ def main():
     ap.add_argument("cases", nargs="*", default=list(CASES))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for the run (0: BLAS's default)")
     args = ap.parse_args()
     if args.list:
         print("\n".join(CASES))
@@ -155,13 +157,16 @@ def main():
             raise SystemExit(f"unknown solver in {case!r}: one of {', '.join(SOLVERS)}")
     print("| case | maxmargin s | liblinear s | ratio | test: maxmargin / liblinear |")
     print("|---|---|---|---|---|")
+    from threadpoolctl import threadpool_limits
+
     loaded = {}
-    for case in args.cases:
-        name = case.split("/")[0]
-        if name not in loaded:
-            loaded.clear()
-            loaded[name] = load(name)
-        run_case(case, loaded[name], args.repeat)
+    with threadpool_limits(limits=args.blas_threads or None, user_api="blas"):
+        for case in args.cases:
+            name = case.split("/")[0]
+            if name not in loaded:
+                loaded.clear()
+                loaded[name] = load(name)
+            run_case(case, loaded[name], args.repeat)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import dedup, formulations, labels, probability, scaleout, votes
+from ._ready import ready_x, ready_xy
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
@@ -183,6 +184,9 @@ def _surely_finite(kern, X):
 #: a prediction over at most this many (row, support vector) pairs forms the kernel block at once (one row:
 #: 25 us against 36 us through kernel_times' fused loop), without a BLAS limit
 SMALL_BLOCK_VALUES = 1 << 16
+
+#: the dtype the kernel estimators train on
+_FLOAT64 = (np.float64,)
 
 #: a C-ordered float64 array of at most this many values skips validate_data at predict time (_ready_rows)
 READY_MAX_VALUES = 1 << 16
@@ -352,11 +356,18 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
     def _validate_train(self, X, y="no_validation", y_numeric=False):
         """Validated training data (CSR with sorted indices, or dense C-ordered float64);
         ``y="no_validation"`` for unsupervised estimators."""
+        # ready_x / ready_xy: validate_data's answer for input it would take as it is, ~0.15-0.5 ms sooner
         if isinstance(y, str) and y == "no_validation":
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
+            ready = ready_x(self, X, _FLOAT64)
+            X = ready if ready is not None else validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
             y = None
         else:
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", y_numeric=y_numeric)
+            ready = ready_xy(self, X, y, _FLOAT64)
+            X, y = (
+                ready
+                if ready is not None
+                else validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", y_numeric=y_numeric)
+            )
         if sp.issparse(X):
             X.sort_indices()
         _check_width(X)

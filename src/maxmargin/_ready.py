@@ -1,0 +1,66 @@
+"""Training data that scikit-learn's ``validate_data`` would return unchanged, recognised cheaply.
+
+``validate_data(est, X, y, accept_sparse="csr", dtype=..., order="C")`` costs 0.15-0.5 ms a call on data that
+needs nothing (its generic checks: dataframe detection, tags, the parameter plumbing), which is a tenth to a
+quarter of a LinearSVC fit of 2-5 ms (mushrooms, text2).  :func:`ready_xy` recognises the input it would hand
+back as it is -- a C-ordered NumPy array or a CSR matrix of an accepted dtype, finite, with a 1-D numeric finite
+target of the same length -- does the two things it does to the estimator (``n_features_in_``, and no
+``feature_names_in_`` left from a fit on a dataframe) and returns the same objects.  Anything else (lists,
+dataframes, other sparse formats, 64-bit indices where refused, NaN or inf, a column-vector target, string
+labels, empty data) returns None, and the caller runs ``validate_data``, whose messages name the problem.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+#: the target kinds taken as they are: booleans, integers, floats (strings and objects go to scikit-learn)
+_NUMERIC_KINDS = "biuf"
+
+
+def _finite_sum(a):
+    """Whether every value of ``a`` is finite: a NaN or an inf makes the sum NaN or inf (and a finite sum that
+    overflows only sends the data to scikit-learn's own check)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(a.sum()))
+
+
+def ready_x(est, X, dtypes, large_sparse=True):
+    """``X`` when ``validate_data(est, X, accept_sparse="csr", dtype=dtypes, order="C",
+    accept_large_sparse=large_sparse)`` would return it unchanged (``est`` then holds ``n_features_in_`` as that
+    call leaves it); None where that call must decide."""
+    if type(X) is np.ndarray:
+        if X.ndim != 2 or X.dtype not in dtypes or not X.flags.c_contiguous or not _finite_sum(X):
+            return None
+    elif sp.issparse(X) and X.format == "csr":
+        if len(X.shape) != 2 or X.dtype not in dtypes or not _finite_sum(X.data):
+            return None
+        if not large_sparse and (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32):
+            return None
+    else:
+        return None
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        return None
+    est.n_features_in_ = X.shape[1]
+    if hasattr(est, "feature_names_in_"):  # a NumPy or SciPy input has no names: scikit-learn drops old ones
+        del est.feature_names_in_
+    return X
+
+
+def ready_xy(est, X, y, dtypes, large_sparse=True):
+    """``(X, y)`` when ``validate_data(est, X, y, ...)`` (as :func:`ready_x`) would return them unchanged (a 1-D
+    NumPy target of booleans, integers or finite floats, one per row); None otherwise."""
+    if (
+        type(y) is not np.ndarray
+        or y.ndim != 1
+        or y.dtype.kind not in _NUMERIC_KINDS
+        or y.shape[0] != getattr(X, "shape", (-1,))[0]
+        or (y.dtype.kind == "f" and not _finite_sum(y))
+    ):
+        return None
+    # validate_data sets the attributes before it looks at y; here y is checked first, so that a refused
+    # input leaves the estimator as validate_data will find it
+    if ready_x(est, X, dtypes, large_sparse) is None:
+        return None
+    return X, y
