@@ -115,6 +115,9 @@ FULL_MIN_POSTINGS = 4.0
 #: without)
 FULL_MIN_ROWS_PER_SLOT = 3
 
+#: seconds between two progress reports (callback, time limit, verbose line) of a fit
+REPORT_SECONDS = 0.2
+
 
 @njit(cache=True, inline="always")
 def _inner_step(KB, ws, y, U, QD, shift, alpha, Gl, si, sj):
@@ -904,7 +907,7 @@ def _solve(
             in_ws[ws[ws >= 0]] = False
             ws[:] = -1
         now = time.perf_counter()
-        if now - last_report >= 0.2 or verbose:
+        if now - last_report >= REPORT_SECONDS or verbose:
             last_report = now
             if verbose:
                 print(

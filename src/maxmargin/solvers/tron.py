@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
-from ._linear_common import _prefetch, compact_columns, dense_dot, drive, sparse_dot, sparse_sum
+from ._linear_common import _dense_row_dot, _prefetch, compact_columns, drive, sparse_dot, sparse_sum
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -118,7 +118,7 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o
             if far and i + WEIGHTS_AHEAD < hi:
                 _prefetch_weights(i + WEIGHTS_AHEAD, indices, indptr, w, w)
             if dense:
-                acc = dense_dot(Xd, i, nf, w)
+                acc = _dense_row_dot(Xd[i], w, nf)  # vector lanes (reassociated sum)
             elif unit:
                 acc = sparse_sum(indices, indptr[i], indptr[i + uint64(1)], w)
             else:
@@ -199,7 +199,7 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
                 _prefetch_weights(act[q + WEIGHTS_AHEAD], indices, indptr, v, a)
             zi = z[i]
             if dense:
-                c = zi * (dense_dot(Xd, i, nf, v) + vb)
+                c = zi * (_dense_row_dot(Xd[i], v, nf) + vb)
                 for j in range(nf):
                     a[j] += c * Xd[i, j]
             else:
