@@ -111,13 +111,29 @@ def linear_data(X, bias, rows_first=False):
         X = sp.csr_matrix(X)
         return _csr_linear_data(X.data, X.indices, X.indptr, X.shape[1], bias)
     X = np.ascontiguousarray(X)
-    indptr = _dense_row_counts(X) if X.size else None
-    if X.size and (indptr[-1] < SPARSE_BELOW * X.size or (rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES)):
+    to_rows = rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES
+    if X.size and not to_rows and _clearly_dense(X):
+        indptr = None  # dense rows: no count of every value needed (a pass over X: 1 ms of reg_dense's 17 ms fit)
+    else:
+        indptr = _dense_row_counts(X) if X.size else None
+    if X.size and indptr is not None and (indptr[-1] < SPARSE_BELOW * X.size or to_rows):
         # (the arrays as they are: two scipy matrices built on the way took ~0.1 ms of a 1 ms fit on iris)
         data, indices = _dense_to_csr(X, indptr, bool(indptr[-1] >= BRANCHLESS_MIN_DENSITY * X.size))
         return _csr_linear_data(data, indices, indptr, X.shape[1], bias)
     X = _lossless_float32(X)
     return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
+
+
+#: :func:`_clearly_dense` counts the non-zeros of this many rows, spread over X
+DENSITY_SAMPLE_ROWS = 512
+
+
+def _clearly_dense(X):
+    """Whether a sample of X's rows (:data:`DENSITY_SAMPLE_ROWS`, evenly spaced) holds so many non-zeros that X
+    stays dense (at least ``SPARSE_BELOW + 0.15``); near the threshold every row is counted."""
+    step = max(1, X.shape[0] // DENSITY_SAMPLE_ROWS)
+    sample = X[::step]
+    return bool(np.count_nonzero(sample) >= (SPARSE_BELOW + 0.15) * sample.size)
 
 
 def _csr_linear_data(data, indices, indptr, n_features, bias):

@@ -256,6 +256,25 @@ def _mdot(a, M, b):
     return t
 
 
+@njit(cache=True, nogil=True)
+def _all_zero(w):
+    for j in range(w.shape[0]):
+        if w[j] != 0.0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _loss_at_zero(y, C, kind, eps, o):
+    """f(0) (the loss part alone: w = 0), and the outputs ``o = X 0 = 0``."""
+    f = 0.0
+    for i in range(y.shape[0]):
+        o[i] = 0.0
+        r, _ = _residual(0.0, y[i], kind, eps)
+        f += C[i] * r * r
+    return f
+
+
 def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks):
     """f(w), storing X w in ``o``."""
     loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks)
@@ -316,7 +335,10 @@ def _tron_init(
     """f, g, M, ||g|| and the first trust-region radius at ``vec[W]``."""
     cur = istate[I_CUR]
     w = vec[W]
-    fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[cur], chunks)
+    if _all_zero(w):  # a cold start: X w = 0 without a pass over the data (reg_dense: 1 ms of a 17 ms fit)
+        fstate[F_F] = _loss_at_zero(y, C, kind, eps, outs[cur])
+    else:
+        fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[cur], chunks)
     gn = _c_grad(
         w,
         vec[G],
