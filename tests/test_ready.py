@@ -87,6 +87,9 @@ REFUSED = {
     "1-D X": (Xd[:, 0].copy(), yc, DT2, False),
     "matrix": (np.asmatrix(Xd), yc, DT2, False),
     "complex target": (Xd, yc + 0j, DT2, False),
+    "float16 target": (Xd, yc.astype(np.float16), DT2, False),
+    "inf target": (Xd, np.where(yc > 1, np.inf, 0.0), DT2, False),
+    "NaN in float32 X": (Xnan.astype(np.float32), yc, DT2, False),
 }
 
 
