@@ -10,7 +10,8 @@ bias feature 1 (LIBLINEAR's ``-B 1``; scikit-learn's
 ``tol`` (LIBLINEAR's ``-e``): the dual coordinate descent (``-s 1``, LIBLINEAR's default solver; tol 0.1, its
 default) and the primal Newton method with a line search (``-s 2``, as liblinear-official 2.40+; tol 0.01, its
 default).  Fit times are the median of
-``--repeat`` fits in this process (after one warm-up fit each), data conversion excluded for every peer
+``--repeat`` fits in this process (after warm-up fits: one, or as many as 0.1 s holds; and fits of
+milliseconds are repeated until 0.3 s have passed, at most 200), data conversion excluded for every peer
 (LIBLINEAR's problem is built once).  The primal objective of every model is computed here by one function from
 its weights, so the objectives compare directly.  Ratio = fit time / LIBLINEAR's (same solver); < 1: faster.
 ``maxmargin`` is seeded (``random_state=0``: serial, reproducible); ``maxmargin-async`` (dual solver only) is
@@ -67,6 +68,13 @@ SETS = (
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
+
+#: warm-up: fits until this many seconds have passed (at most WARM_FITS_MAX; at least one)
+WARM_SECONDS = 0.1
+WARM_FITS_MAX = 50
+#: timed fits: at least ``--repeat`` of them, and more until MIN_SECONDS have passed (at most MAX_FITS)
+MIN_SECONDS = 0.3
+MAX_FITS = 200
 
 
 # --------------------------------------------------------------------------- data
@@ -222,7 +230,7 @@ def run_set(name, repeat, peers):
         f"(loaded in {time.perf_counter() - t0:.1f} s), C = {C_OF.get(name, 1.0)}"
     )
     print(
-        f"| solver | peer | fit s (median of {repeat}) | min-max | CPU s | primal objective | rel. to LIBLINEAR "
+        f"| solver | peer | fit s (median of >= {repeat}) | min-max | CPU s | primal objective | rel. to LIBLINEAR "
         "| test acc % | time / LIBLINEAR |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
@@ -237,9 +245,18 @@ def run_set(name, repeat, peers):
             peer.prepare(Xtr, ytr)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                peer.fit(Xtr, ytr)  # warm-up (first touch of memory, compiled code)
+                # warm-up (first touch of memory, compiled code): one fit, and for fits of milliseconds more of them,
+                # up to WARM_SECONDS, so that every peer is timed in the same steady state
+                t_warm = time.perf_counter()
+                for _ in range(WARM_FITS_MAX):
+                    peer.fit(Xtr, ytr)
+                    if time.perf_counter() - t_warm >= WARM_SECONDS:
+                        break
                 times, cpus = [], []
-                for _ in range(repeat):
+                t_loop = time.perf_counter()
+                while len(times) < repeat or (
+                    time.perf_counter() - t_loop < MIN_SECONDS and len(times) < MAX_FITS
+                ):  # fits of milliseconds: at least MIN_SECONDS of them (the median of many, not of a few)
                     t = time.perf_counter()
                     c = time.process_time()
                     coef, b, predict = peer.fit(Xtr, ytr)
@@ -253,7 +270,7 @@ def run_set(name, repeat, peers):
             rel = f"{(obj - ref[4]) / ref[4]:+.1e}" if ref else "-"
             ratio = f"{med / ref[0]:.2f}" if ref else "-"
             print(
-                f"| {sname} (tol {tol}) | {pname} | {med:.3f} | {lo:.3f}-{hi:.3f} | {cpu:.3f} | {obj:.6g} | {rel} | "
+                f"| {sname} (tol {tol}) | {pname} | {med:.4f} | {lo:.4f}-{hi:.4f} | {cpu:.4f} | {obj:.6g} | {rel} | "
                 f"{100 * acc:.2f} | {ratio} |"
             )
             rows.append((name, sname, pname, med, obj, acc))

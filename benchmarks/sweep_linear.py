@@ -12,8 +12,9 @@ tol 0.001); C = 1, bias feature 1, epsilon 0.  Sets: the classification shapes o
 (``text100``, ``sparse40k``, ``hashed300k``, ``tall200k``, ``letter26``, ``text2``, ``dense2k``) and three
 generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights plus unit noise), ``reg_text``
 (``text100``'s rows, 20,000 of them, with a planted sparse linear target) and ``reg_wide`` (5,000 x 2,000
-Gaussian, 50 planted weights).  Fit times: median of ``--repeat`` fits after one warm-up
-fit each, LIBLINEAR's problem built once.  "test" is the accuracy (classification) or the mean squared error
+Gaussian, 50 planted weights).  Fit times: median of ``--repeat`` fits after warm-up fits
+(:func:`median_time`: fits of milliseconds are repeated for 0.3 s), LIBLINEAR's problem built once.  "test" is
+the accuracy (classification) or the mean squared error
 (regression) of each model on the held-out rows, computed here from each model's predictions.  Ratio = fit time
 / LIBLINEAR's; < 1: faster.  As in ``bench_linear.py``, the run holds BLAS to one thread (its own bookkeeping
 would otherwise leave OpenBLAS's threads spinning on the cores the next fits use; ``--blas-threads 0`` lifts it).
@@ -103,9 +104,16 @@ def load(name):
 
 
 def median_time(fit, repeat):
-    fit()
+    """The median time of at least ``repeat`` fits (and of more, until 0.3 s have passed, for fits of
+    milliseconds), after warm-up fits (one, or as many as 0.1 s holds): the same rule as ``bench_linear.py``."""
+    t_warm = time.perf_counter()
+    for _ in range(50):
+        fit()
+        if time.perf_counter() - t_warm >= 0.1:
+            break
     times = []
-    for _ in range(repeat):
+    t_loop = time.perf_counter()
+    while len(times) < repeat or (time.perf_counter() - t_loop < 0.3 and len(times) < 200):
         t0 = time.perf_counter()
         out = fit()
         times.append(time.perf_counter() - t0)
