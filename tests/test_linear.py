@@ -1185,3 +1185,27 @@ def test_l1_solver_keeps_dense_columns_without_indices():
         warm_b.set_params(C=C).fit(sp.csr_matrix(X), y)
     # a warm start's slacks come from one product (BLAS for the columns, SciPy for CSC): equal to rounding
     np.testing.assert_allclose(warm_a.coef_, warm_b.coef_, rtol=0, atol=1e-12)
+
+
+def test_l1_solver_drops_columns_stored_nowhere(monkeypatch):
+    """Features stored in no row (hashed or vocabulary-sized data) are left out of the L1 solver's epochs: their
+    weights stay 0 and the model is the one the solver reaches with them (same objective, same predictions),
+    cold and warm-started."""
+    from maxmargin.solvers import cd_l1
+
+    X, y = _data(2, n=200, d=10, seed=11)
+    wide = sp.hstack([sp.csr_matrix((200, 30)), sp.csr_matrix(X), sp.csr_matrix((200, 25))], format="csr")
+    assert cd_l1._stored_columns(cd_l1.to_columns(wide, 1.0)[2]) is not None
+    fits = {}
+    for label, limit in (("dropped", cd_l1.STORED_COLUMNS_MAX), ("kept", 0.0)):
+        monkeypatch.setattr(cd_l1, "STORED_COLUMNS_MAX", limit)
+        est = LinearSVC(penalty="l1", dual=False, C=0.5, tol=1e-6, max_iter=10**4, random_state=0).fit(wide, y)
+        warm = LinearSVC(penalty="l1", dual=False, C=0.5, tol=1e-6, max_iter=10**4, warm_start=True, random_state=0)
+        warm.fit(wide, y).set_params(C=2.0).fit(wide, y)
+        fits[label] = (est, warm)
+    for i in range(2):
+        a, b = fits["dropped"][i], fits["kept"][i]
+        assert np.all(a.coef_[:, :30] == 0) and np.all(a.coef_[:, 40:] == 0)
+        np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-6)
+        np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-4)
+        np.testing.assert_array_equal(a.predict(wide), b.predict(wide))

@@ -291,6 +291,24 @@ def is_dense_layout(cdata, cindices):
     return cindices.shape[0] == 0 and cdata.shape[0] > 0
 
 
+#: :func:`solve` drops the columns with no stored value when they are at least this fraction of all
+STORED_COLUMNS_MAX = 0.9
+
+
+def _stored_columns(cptr):
+    """The columns holding a stored value, or None when nearly all do (at least :data:`STORED_COLUMNS_MAX`).
+
+    A column without one has :math:`L'_j = 0`, so its weight is 0 at the optimum and never leaves 0: the epochs
+    only visit it, a cache miss each, every time they run over all columns (hashed300k: 334,000 of 2**20
+    features stored nowhere, a third of each such epoch).  Dropping them leaves CSC's values and row numbers as
+    they are (an empty column owns none); only the column starts are taken at the kept columns."""
+    counts = np.diff(cptr)
+    kept = np.flatnonzero(counts)
+    if kept.shape[0] == 0 or kept.shape[0] >= STORED_COLUMNS_MAX * counts.shape[0]:
+        return None
+    return kept
+
+
 def objective(w, b):
     """:math:`\\|w\\|_1 + \\sum_i C_i \\max(0, b_i)^2` from the scaled slacks :math:`\\tilde b_i = \\sqrt{C_i} b_i`."""
     bp = np.maximum(b, 0.0)
@@ -322,6 +340,28 @@ def solve(
     C = np.ascontiguousarray(C, dtype=np.float64)
     cdata, cind, cptr = to_columns(X, bias) if columns is None else columns
     m = cptr.shape[0] - 1
+    kept = _stored_columns(cptr)
+    if kept is not None:  # solve on the stored columns only; the others' weights are 0 (see _stored_columns)
+        fit = solve(
+            None,
+            bias,
+            y,
+            C,
+            tol=tol,
+            max_iter=max_iter,
+            shrinking=shrinking,
+            seed=seed,
+            w0=None if w0 is None else np.asarray(w0, dtype=np.float64)[kept],
+            columns=(cdata, cind, np.append(cptr[kept], cptr[-1])),
+            callback=callback,
+            callback_info=callback_info,
+            time_limit=time_limit,
+            verbose=verbose,
+        )
+        w = np.zeros(m)
+        w[kept] = fit.w
+        fit.w = w
+        return fit
     w = np.zeros(m) if w0 is None else np.array(w0, dtype=np.float64)
     root_c = np.sqrt(C)
     dense = is_dense_layout(cdata, cind)
