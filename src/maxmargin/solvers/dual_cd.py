@@ -557,7 +557,11 @@ def _svr_epochs(
                 prefetch_entries(index, s, 2, active, y, beta, lam, upper, QD)
             b = beta[i]
             U = upper[i]
-            G = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias) - y[i] + lam[i] * b
+            if dense:
+                o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+            else:  # four partial sums (see row_dot)
+                o = sparse_dot(data, indices, indptr[i], indptr[i + 1], w) + (bias * w[nf] if bias > 0 else 0.0)
+            G = o - y[i] + lam[i] * b
             H = QD[i] + lam[i]
             Gp = G + eps
             Gn = G - eps
