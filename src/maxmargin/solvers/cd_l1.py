@@ -291,7 +291,7 @@ def is_dense_layout(cdata, cindices):
     return cindices.shape[0] == 0 and cdata.shape[0] > 0
 
 
-#: :func:`solve` drops the columns with no stored value when they are at least this fraction of all
+#: :func:`solve` drops the columns with no stored value unless at least this fraction of all columns hold one
 STORED_COLUMNS_MAX = 0.9
 
 
