@@ -921,6 +921,27 @@ def test_thin_dense_data_go_to_csr_for_coordinate_descent_only():
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
 
 
+@pytest.mark.parametrize("n", [3, 40, 700])
+def test_layout_of_wide_rows_from_a_column_sample(n):
+    """linear_data samples long rows in runs of columns (_clearly_dense): wide dense rows stay dense, wide rows
+    of mostly zeros (in any columns, and all zeros in the sampled runs' columns too) go to CSR, and the row norms
+    (in vector lanes for dense rows) equal NumPy's."""
+    from maxmargin.solvers import _linear_common as lc
+
+    rng = np.random.default_rng(n)
+    d = 3 * lc.DENSITY_SAMPLE_VALUES // min(n, lc.DENSITY_SAMPLE_ROWS) + 7
+    dense = rng.normal(size=(n, d))
+    ld = lc.linear_data(dense, 1.0)
+    assert ld.dense
+    np.testing.assert_allclose(lc.row_sqnorms(*ld.args()), np.einsum("ij,ij->i", dense, dense) + 1.0, rtol=1e-12)
+    sparse_rows = dense * (rng.random((n, d)) < 0.2)
+    assert not lc.linear_data(sparse_rows, 1.0).dense
+    half = dense.copy()
+    half[:, : d // 2] = 0.0  # 50% zeros, all in the first half: under SPARSE_BELOW + 0.15, so every row is counted
+    assert not lc._clearly_dense(half)
+    assert lc.linear_data(half, 1.0).dense == (np.count_nonzero(half) >= lc.SPARSE_BELOW * half.size)
+
+
 @pytest.mark.parametrize("density", [0.0, 0.01, 0.1, 0.6, 1.0])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_dense_to_csr_equals_scipy_by_either_loop(density, dtype):

@@ -124,15 +124,26 @@ def linear_data(X, bias, rows_first=False):
     return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
 
 
-#: :func:`_clearly_dense` counts the non-zeros of this many rows, spread over X
+#: :func:`_clearly_dense` counts the non-zeros of this many rows, spread over X ...
 DENSITY_SAMPLE_ROWS = 512
+#: ... and of at most this many values in all: of long rows, :data:`DENSITY_SAMPLE_WINDOWS` evenly spaced runs
+#: of columns (320 rows of 20,000 values: the whole matrix, 2.7 ms of a 17 ms fit, was counted before; single
+#: columns at an even stride, a cache line each, 0.45 ms; runs of 16 values, 0.05 ms)
+DENSITY_SAMPLE_VALUES = 1 << 16
+DENSITY_SAMPLE_WINDOWS = 8
 
 
 def _clearly_dense(X):
-    """Whether a sample of X's rows (:data:`DENSITY_SAMPLE_ROWS`, evenly spaced) holds so many non-zeros that X
-    stays dense (at least ``SPARSE_BELOW + 0.15``); near the threshold every row is counted."""
+    """Whether a sample of X (:data:`DENSITY_SAMPLE_ROWS` evenly spaced rows; where they hold more than
+    :data:`DENSITY_SAMPLE_VALUES` values, only their columns in :data:`DENSITY_SAMPLE_WINDOWS` evenly spaced
+    runs) holds so many non-zeros that X stays dense (at least ``SPARSE_BELOW + 0.15``); near the threshold
+    every row is counted."""
     step = max(1, X.shape[0] // DENSITY_SAMPLE_ROWS)
     sample = X[::step]
+    width = DENSITY_SAMPLE_VALUES // sample.shape[0] // DENSITY_SAMPLE_WINDOWS
+    if width >= 1 and sample.shape[1] > width * DENSITY_SAMPLE_WINDOWS:
+        starts = np.linspace(0, sample.shape[1] - width, DENSITY_SAMPLE_WINDOWS).astype(np.int64)
+        sample = sample[:, (starts[:, None] + np.arange(width)).ravel()]
     return bool(np.count_nonzero(sample) >= (SPARSE_BELOW + 0.15) * sample.size)
 
 
@@ -669,10 +680,8 @@ def row_sqnorms(Xd, data, indices, indptr, dense, nf, bias):
     out = np.empty(n)
     for i in range(n):
         s = 0.0
-        if dense:
-            for j in range(nf):
-                v = Xd[i, j]
-                s += v * v
+        if dense:  # in vector lanes (320 rows of 20,000 values: 3.2 ms as one running sum, 1 ms so)
+            s = _dense_row_dot(Xd[i], Xd[i], nf)
         else:
             for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
                 v = data[k]
@@ -685,9 +694,11 @@ def row_sqnorms(Xd, data, indices, indptr, dense, nf, bias):
 
 @njit(cache=True, nogil=True, inline="always")
 def _dot_no_bias(i, w, Xd, data, indices, indptr, dense, nf):
-    r""":math:`w \cdot x_i` without the bias feature, four partial sums (:func:`sparse_dot`, :func:`dense_dot`)."""
+    r""":math:`w \cdot x_i` without the bias feature: a CSR row with four partial sums (:func:`sparse_dot`), a dense
+    row in vector lanes (:func:`_dense_row_dot`; four partial sums, :func:`dense_dot`, ran at a third of the
+    memory's speed on rows of 20,000 values)."""
     if dense:
-        return dense_dot(Xd, i, nf, w)
+        return _dense_row_dot(Xd[i], w, nf)
     return sparse_dot(data, indices, indptr[i], indptr[i + 1], w)
 
 
