@@ -65,6 +65,10 @@ SETS = (
     "tall200k",
     "text2",
     "dense2k",
+    "wide400",
+    "imbal100k",
+    "short_text",
+    "classes200",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
@@ -131,9 +135,10 @@ def load(name):
         yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
     elif name == "bow":
         Xtr, ytr, Xte, yte = bag_of_words()
-    elif name in ("letter26", "text100", "sparse40k", "hashed300k", "tall200k", "text2", "dense2k"):
+    elif name in SETS:
         # generated shapes (datasets.py): many classes dense, wide sparse text of 100 classes, very sparse rows,
-        # 4 hashed features of 2**20 a row, tall thin dense rows
+        # 4 hashed features of 2**20 a row, tall thin dense rows; since session 28 far fewer rows than features,
+        # rare positives, short documents, 200 classes on sparse rows
         import datasets
 
         Xtr, ytr, Xte, yte, _ = getattr(datasets, name)()

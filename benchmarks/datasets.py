@@ -287,6 +287,57 @@ def dense2k(n=5_000, n_test=2_000, d=2_000, seed=1):
     return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
 
 
+def wide400(n=320, n_test=80, d=20_000, seed=51):
+    """Far fewer rows than features, dense (as microarrays): 320 x 20,000 Gaussian rows, labels from planted
+    weights plus noise.  The rows (51 MB) pass the cache once an epoch; the dual has 320 variables (session 28)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_test, d))
+    s = X @ rng.normal(size=d)
+    y = np.where(s + 0.5 * s.std() * rng.normal(size=n + n_test) > 0, 1, -1)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
+def imbal100k(n=80_000, n_test=20_000, d=50, rare=0.01, seed=52):
+    """Rare positives: 100k x 50 dense Gaussian rows, the top 1% of a noisy planted score positive (fraud,
+    faults).  The hinge loss's dual takes ~800 epochs here, the last of them cycles of unshrinking (session 28)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_test, d))
+    s = X @ rng.normal(size=d) + rng.normal(size=n + n_test)
+    y = np.where(s > np.quantile(s, 1 - rare), 1, -1)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
+def short_text(n=160_000, n_test=40_000, vocab=100_000, seed=53):
+    """Short documents (as tweets or titles): 200k rows of 3-13 distinct words from a Zipf law over 100k words,
+    values uniform in [0.1, 1.1), rows scaled to unit length; labels from planted weights plus noise."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
+
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    ptr = np.r_[0, np.cumsum(rng.integers(3, 14, m))]
+    cols = (rng.zipf(1.2, ptr[-1]) - 1) % vocab
+    X = sp.csr_matrix((rng.random(ptr[-1]) + 0.1, cols, ptr), shape=(m, vocab))
+    X.sum_duplicates()
+    X = normalize(X)
+    s = np.asarray(X @ rng.normal(size=vocab))
+    y = np.where(s + 0.5 * s.std() * rng.normal(size=m) > np.median(s), 1, -1)
+    return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
+
+
+def classes200(n=16_000, n_test=4_000, d=5_000, k=200, seed=54):
+    """Many classes on sparse rows: 20k x 5,000 at 1% non-zeros, 200 classes (the argmax of planted scores plus
+    noise; ~80 rows a class)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    X = sp.random(m, d, density=0.01, format="csr", random_state=seed, dtype=np.float64)
+    s = np.asarray(X @ rng.normal(size=(d, k)))
+    y = (s + 0.3 * s.std() * rng.normal(size=s.shape)).argmax(axis=1)
+    return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -299,4 +350,8 @@ LOADERS.update(
     zipf50=zipf50,
     easy20k=easy20k,
     classes300=classes300,
+    wide400=wide400,
+    imbal100k=imbal100k,
+    short_text=short_text,
+    classes200=classes200,
 )

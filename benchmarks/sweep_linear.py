@@ -12,10 +12,15 @@ tol 0.001); C = 1, bias feature 1, epsilon 0.  Sets: the classification shapes o
 (``text100``, ``sparse40k``, ``hashed300k``, ``tall200k``, ``letter26``, ``text2``, ``dense2k``) and three
 generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights plus unit noise), ``reg_text``
 (``text100``'s rows, 20,000 of them, with a planted sparse linear target) and ``reg_wide`` (5,000 x 2,000
-Gaussian, 50 planted weights).  Fit times: median of ``--repeat`` fits after warm-up fits
+Gaussian, 50 planted weights); session 28 added the shapes ``wide400`` (320 x 20,000 dense), ``imbal100k`` (1%
+positives), ``short_text`` (200k rows of 3-13 words) and ``classes200`` (200 classes, sparse), and ``reg_<set>``,
+a planted target on the rows of any classification set (:func:`planted_target`).  Fit times: median of ``--repeat`` fits after warm-up fits
 (:func:`median_time`: fits of milliseconds are repeated for 0.3 s), LIBLINEAR's problem built once.  "test" is
 the accuracy (classification) or the mean squared error
-(regression) of each model on the held-out rows, computed here from each model's predictions.  Ratio = fit time
+(regression) of each model on the held-out rows, computed here from each model's predictions; "objective" is
+maxmargin's primal objective (:func:`primal_objective`, computed here from the coefficients) and how far it lies
+from LIBLINEAR's (negative: lower).  LIBLINEAR's dual solvers stop at 300 epochs (``imbal100k/hinge`` reaches
+it short of ``tol``), maxmargin's at ``max_iter`` = 1,000, scikit-learn's default.  Ratio = fit time
 / LIBLINEAR's; < 1: faster.  As in ``bench_linear.py``, the run holds BLAS to one thread (its own bookkeeping
 would otherwise leave OpenBLAS's threads spinning on the cores the next fits use; ``--blas-threads 0`` lifts it).
 """
@@ -65,6 +70,18 @@ CASES = (
     "dense2k/l1",
     "reg_wide/svr-l2",
     "reg_wide/svr-primal",
+    # shapes added in session 28
+    "wide400/hinge",
+    "wide400/l1",
+    "imbal100k/hinge",
+    "imbal100k/l1",
+    "short_text/hinge",
+    "short_text/l1",
+    "classes200/hinge",
+    "classes200/cs",
+    "reg_short_text/svr-l1",
+    "reg_short_text/svr-primal",
+    "reg_wide400/svr-l2",
 )
 
 
@@ -94,9 +111,24 @@ def reg_text(seed=34):
     return Xtr, 3 * (Xtr @ w) + 0.1 * noise.normal(size=Xtr.shape[0]), Xte, 3 * (Xte @ w)
 
 
+def planted_target(name, seed=36):
+    """A regression target on the rows of the classification set ``name``: planted Gaussian weights over every
+    feature, scaled to unit variance on the training rows, plus noise of standard deviation 0.3."""
+    import datasets
+
+    Xtr, _, Xte, _, _ = datasets.LOADERS[name]()
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=Xtr.shape[1])
+    ftr, fte = np.asarray(Xtr @ w), np.asarray(Xte @ w)
+    scale = ftr.std()
+    return Xtr, ftr / scale + 0.3 * rng.normal(size=Xtr.shape[0]), Xte, fte / scale
+
+
 def load(name):
     if name in ("reg_dense", "reg_text", "reg_wide"):
         return globals()[name]()
+    if name.startswith("reg_"):  # reg_<set>: a planted target on a classification set's rows
+        return planted_target(name[4:])
     import datasets
 
     Xtr, ytr, Xte, yte, _ = datasets.LOADERS[name]()
@@ -139,6 +171,9 @@ def run_case(case, data, repeat):
     t_ll, model = median_time(lambda: train(prob, param), repeat)
     p_ll, _, _ = predict(np.zeros(Xte.shape[0]), Xte if sp.issparse(Xte) else np.ascontiguousarray(Xte), model, "-q")
     p_mm = est.predict(Xte)
+    objectives = primal_objective(solver, est.coef_, est.intercept_, Xtr, ytr)
+    ll_coef, ll_b = liblinear_weights(model, solver, getattr(est, "classes_", None), Xtr.shape[1])
+    objectives = objectives, primal_objective(solver, ll_coef, ll_b, Xtr, ytr)
     if regression:
         q_mm, q_ll = np.mean((p_mm - yte) ** 2), np.mean((np.asarray(p_ll) - yte) ** 2)
         quality = f"MSE {q_mm:.4g} / {q_ll:.4g}"
@@ -146,7 +181,59 @@ def run_case(case, data, repeat):
         q_mm, q_ll = 100 * np.mean(p_mm == yte), 100 * np.mean(np.asarray(p_ll) == yte)
         quality = f"{q_mm:.2f}% / {q_ll:.2f}%"
     note = " (maxmargin stopped at max_iter)" if capped else ""
-    print(f"| {case} | {t_mm:.3f} | {t_ll:.3f} | {t_mm / t_ll:.2f} | {quality}{note} |", flush=True)
+    rel = (objectives[0] - objectives[1]) / abs(objectives[1])
+    print(
+        f"| {case} | {t_mm:.3f} | {t_ll:.3f} | {t_mm / t_ll:.2f} | {objectives[0]:.6g} ({rel:+.1e}) | {quality}{note} |",
+        flush=True,
+    )
+
+
+def liblinear_weights(model, solver, classes, n_features):
+    """``(coef, intercept)`` of a liblinear-official model in maxmargin's layout: rows in the order of ``classes``
+    (one row for two classes, except Crammer-Singer's), zero weights for the columns past LIBLINEAR's last
+    non-zero one."""
+    nr_f = model.get_nr_feature()
+    k = model.get_nr_class()
+    nr_w = 1 if (classes is None or (k == 2 and solver != "cs")) else k
+    W = np.ctypeslib.as_array(model.w, shape=((nr_f + 1) * nr_w,)).reshape(nr_f + 1, nr_w).T.copy()
+    if classes is not None:
+        labels = list(model.get_labels())
+        if nr_w == 1 and labels[0] != classes[1]:
+            W = -W
+        elif nr_w > 1:
+            W = W[[labels.index(c) for c in classes]]
+    coef = np.zeros((W.shape[0], n_features))
+    coef[:, :nr_f] = W[:, :nr_f]
+    return coef, W[:, nr_f]
+
+
+def primal_objective(solver, coef, intercept, X, y, C=1.0):
+    r"""The primal objective each solver minimises, with the bias feature (1) regularised as LIBLINEAR's ``-B 1``:
+    ``hinge`` :math:`\tfrac12\|w\|^2 + C\sum\xi_i`, ``l1`` :math:`\|w\|_1 + C\sum\xi_i^2` (one-vs-rest: summed over
+    the classes), ``cs`` Crammer and Singer's :math:`\tfrac12\sum_k\|w_k\|^2 + C\sum_i\max_k(\delta_{k\ne y_i} +
+    w_k\cdot x_i - w_{y_i}\cdot x_i)`, and for regression (epsilon 0) :math:`\tfrac12\|w\|^2 + C\sum|r_i|` (``svr-l1``)
+    or :math:`C\sum r_i^2` (the others)."""
+    coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
+    b = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
+    F = np.asarray(X @ coef.T) + b
+    sq = 0.5 * (float(np.sum(coef * coef)) + float(b @ b))
+    if SOLVERS[solver][3]:
+        r = np.abs(np.asarray(y, dtype=np.float64) - F[:, 0])
+        return sq + C * float(np.sum(r if solver == "svr-l1" else r * r))
+    classes = np.unique(y)
+    if solver == "cs":
+        if F.shape[1] != classes.shape[0]:
+            return float("nan")
+        pos = np.searchsorted(classes, y)
+        own = F[np.arange(F.shape[0]), pos]
+        margins = 1.0 + F - own[:, None]
+        margins[np.arange(F.shape[0]), pos] = 0.0
+        return sq + C * float(np.sum(margins.max(axis=1)))
+    Y = np.where(y[:, None] == classes[None, 1:] if F.shape[1] == 1 else y[:, None] == classes[None, :], 1.0, -1.0)
+    xi = np.maximum(0.0, 1.0 - Y * F)
+    if solver == "l1":
+        return float(np.sum(np.abs(coef)) + np.sum(np.abs(b))) + C * float(np.sum(xi * xi))
+    return sq + C * float(np.sum(xi))
 
 
 def main():
@@ -163,8 +250,8 @@ def main():
         name, _, solver = case.partition("/")
         if solver not in SOLVERS:
             raise SystemExit(f"unknown solver in {case!r}: one of {', '.join(SOLVERS)}")
-    print("| case | maxmargin s | liblinear s | ratio | test: maxmargin / liblinear |")
-    print("|---|---|---|---|---|")
+    print("| case | maxmargin s | liblinear s | ratio | objective (rel. to LIBLINEAR's) | test: maxmargin / liblinear |")
+    print("|---|---|---|---|---|---|")
     from threadpoolctl import threadpool_limits
 
     loaded = {}
