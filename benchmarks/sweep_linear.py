@@ -14,7 +14,8 @@ generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights
 (``text100``'s rows, 20,000 of them, with a planted sparse linear target) and ``reg_wide`` (5,000 x 2,000
 Gaussian, 50 planted weights); session 28 added the shapes ``wide400`` (320 x 20,000 dense), ``imbal100k`` (1%
 positives), ``short_text`` (200k rows of 3-13 words) and ``classes200`` (200 classes, sparse), and ``reg_<set>``,
-a planted target on the rows of any classification set (:func:`planted_target`).  Fit times: median of ``--repeat`` fits after warm-up fits
+a planted target on the rows of any classification set (:func:`planted_target`).  Fit times: median of
+``--repeat`` fits after warm-up fits
 (:func:`median_time`: fits of milliseconds are repeated for 0.3 s), LIBLINEAR's problem built once.  "test" is
 the accuracy (classification) or the mean squared error
 (regression) of each model on the held-out rows, computed here from each model's predictions; "objective" is
@@ -183,7 +184,8 @@ def run_case(case, data, repeat):
     note = " (maxmargin stopped at max_iter)" if capped else ""
     rel = (objectives[0] - objectives[1]) / abs(objectives[1])
     print(
-        f"| {case} | {t_mm:.3f} | {t_ll:.3f} | {t_mm / t_ll:.2f} | {objectives[0]:.6g} ({rel:+.1e}) | {quality}{note} |",
+        f"| {case} | {t_mm:.3f} | {t_ll:.3f} | {t_mm / t_ll:.2f} | {objectives[0]:.6g} ({rel:+.1e}) "
+        f"| {quality}{note} |",
         flush=True,
     )
 
@@ -250,7 +252,9 @@ def main():
         name, _, solver = case.partition("/")
         if solver not in SOLVERS:
             raise SystemExit(f"unknown solver in {case!r}: one of {', '.join(SOLVERS)}")
-    print("| case | maxmargin s | liblinear s | ratio | objective (rel. to LIBLINEAR's) | test: maxmargin / liblinear |")
+    print(
+        "| case | maxmargin s | liblinear s | ratio | objective (rel. to LIBLINEAR's) | test: maxmargin / liblinear |"
+    )
     print("|---|---|---|---|---|---|")
     from threadpoolctl import threadpool_limits
 
