@@ -165,6 +165,36 @@ def test_svc_matches_liblinear(combo, sparse):
     assert _agree_decisive(est, X, p_ll) >= 0.995
 
 
+@pytest.mark.parametrize("k", [12, 70])
+def test_crammer_singer_shrinking_on_many_classes(k):
+    """Crammer-Singer's shrinking (classes at their bound leave a sample's list, samples with one class left leave
+    the epoch; LIBLINEAR's scheme) on many classes: 12 (few classes left in play, their weights gathered; sorted
+    sub-problems) and 70 (the largest values moved to the front one at a time, SELECT_MIN_CLASSES).  It ends at
+    LIBLINEAR's objective at a tight tol; at a loose tol it stops sooner, within 5% of the minimum."""
+    from maxmargin.solvers import crammer_singer
+
+    assert (k >= crammer_singer.SELECT_MIN_CLASSES) == (k == 70)
+    rng = np.random.default_rng(k)
+    n, d = 10 * k, 40
+    X = sp.random(n, d, density=0.3, format="csr", random_state=k)
+    y = np.asarray(X @ rng.normal(size=(d, k)) + 0.2 * rng.normal(size=(n, k))).argmax(axis=1)
+    y[:k] = np.arange(k)  # every class present
+    C = 0.5
+    est = LinearSVC(multi_class="crammer_singer", C=C, tol=1e-6, max_iter=100000, random_state=0).fit(X, y)
+    m = _liblinear(X, y, 4, C=C, eps=1e-6)
+    coef = np.zeros((k, d + 1))
+    W = np.ctypeslib.as_array(m.w, shape=((d + 1) * k,)).reshape(d + 1, k).T
+    labels = list(m.get_labels())
+    coef[:] = W[[labels.index(c) for c in est.classes_]]
+    ours = primal_svc("l2", "squared_hinge", "crammer_singer", X, y, est.coef_, est.intercept_, C)[0]
+    theirs = primal_svc("l2", "squared_hinge", "crammer_singer", X, y, coef[:, :-1], coef[:, -1], C)[0]
+    np.testing.assert_allclose(est.objective_, ours, rtol=1e-9)
+    assert _rel(ours, theirs) < 1e-5, (ours, theirs)
+    loose = LinearSVC(multi_class="crammer_singer", C=C, tol=0.1, random_state=0).fit(X, y)
+    assert loose.n_iter_ < est.n_iter_
+    assert loose.objective_[0] <= ours * 1.05
+
+
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 def test_zero_one_features_skip_values(loss):
     """0/1 features (a9a, mushrooms) take the dual CD loops that never read the stored values: the same
