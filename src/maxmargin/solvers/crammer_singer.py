@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit, uint64
 
 from ._linear_common import (
+    _prefetch,
     drive,
     prefetch_entries,
     prefetch_plan,
@@ -202,6 +203,11 @@ def _epochs(
             elif stages > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, A)
                 prefetch_entries(index, s, entries, active, A, C, y, n_cls, y_pos)
+            if s + 2 < active:  # the sample two ahead: its multipliers (up to 8 lines) and its list of classes
+                q = index[s + 2]
+                for j in range(0, min(k, 64), 8):
+                    _prefetch(alpha[q], j)
+                _prefetch(act_cls[q], 0)
             Ai = A[i]
             if Ai <= 0.0:
                 s += 1
