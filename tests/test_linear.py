@@ -195,6 +195,42 @@ def test_crammer_singer_shrinking_on_many_classes(k):
     assert loose.objective_[0] <= ours * 1.05
 
 
+@pytest.mark.parametrize("plan", [None, (4, 2, 4), (2, 3, 2)], ids=["plain", "staged", "staged-weights"])
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "zero-one"])
+@pytest.mark.parametrize("squared", [False, True], ids=["l1", "l2"])
+def test_svr_records_take_the_arrays_iterates(squared, unit, plan, monkeypatch):
+    """LinearSVR's dual CD on CSR rows through one record a row (dual_cd._svr_epochs_rec, with either prefetch
+    scheme) takes the same iterates as the loop over the five per-row arrays, bit for bit, and an objective no
+    higher than LIBLINEAR's."""
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(21)
+    X = sp.random(1500, 300, density=0.03, format="csr", random_state=22)
+    if unit:
+        X.data[:] = 1.0
+    y = np.asarray(X @ rng.normal(size=300)).ravel() + 0.1 * rng.normal(size=1500)
+    ld = linear_data(X, 1.0, rows_first=True)
+    assert ld.unit == unit and not ld.dense
+    if plan is not None:
+        monkeypatch.setattr(dual_cd, "prefetch_plan", lambda ld: plan)
+    C = np.full(1500, 0.5)
+    fits = []
+    for records in (True, False):
+        monkeypatch.setattr(dual_cd, "RECORDS", records)
+        fits.append(dual_cd.solve_svr(ld, y, C, 0.05, squared=squared, tol=1e-5, max_iter=20000, seed=3))
+    a, b = fits
+    np.testing.assert_array_equal(a.w, b.w)
+    np.testing.assert_array_equal(a.dual, b.dual)
+    assert a.n_iter == b.n_iter and a.n_iter > 3
+    m = _liblinear(X, y, 12 if squared else 13, C=0.5, eps=1e-5, extra="-p 0.05")
+    W = np.ctypeslib.as_array(m.w, shape=(301,))
+    loss = "squared_epsilon_insensitive" if squared else "epsilon_insensitive"
+    theirs = primal_svr(loss, X, y, W[:-1], W[-1], 0.5, 0.05)
+    # (liblinear-official's L1-loss dual stops at its epoch limit here, up to 0.2% above)
+    assert a.objective <= theirs * (1 + 1e-6) and _rel(a.objective, theirs) < 5e-3, (a.objective, theirs)
+
+
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 def test_zero_one_features_skip_values(loss):
     """0/1 features (a9a, mushrooms) take the dual CD loops that never read the stored values: the same
