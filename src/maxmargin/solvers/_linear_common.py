@@ -741,6 +741,37 @@ def weighted_sum(coef, out, Xd, data, indices, indptr, dense, nf, bias):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def shuffle_active(index, active, rng):
+    """A random order of ``index[:active]`` (Fisher-Yates, :func:`rand_below`), in place."""
+    for s in range(active):
+        j = s + rand_below(rng, active - s)
+        t = index[s]
+        index[s] = index[uint64(j)]
+        index[uint64(j)] = t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def epoch_end(istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n):
+    """The end of an epoch of the solvers that stop on the sum of the violations (LinearSVR's dual, the L1
+    penalty's CD; LIBLINEAR's rule): the first epoch's sum is the reference; when an epoch's sum falls to ``tol``
+    times it, the solver has converged if nothing was shrunk, else every variable comes back.  ``istate`` =
+    [active, iteration], ``fstate`` = [largest violation of the last epoch, first sum, last sum].  Returns
+    ``(converged, active, g_max_old, g_norm1_init)`` for the next epoch (the state saved when converged)."""
+    if istate[1] == 0 and g_norm1_init < 0.0:
+        g_norm1_init = g_norm1
+    istate[1] += 1
+    fstate[2] = g_norm1
+    if g_norm1 <= tol * g_norm1_init:
+        if active == n:
+            istate[0] = active
+            fstate[0] = g_max_old
+            fstate[1] = g_norm1_init
+            return True, active, g_max_old, g_norm1_init
+        return False, n, np.inf, g_norm1_init
+    return False, active, g_max, g_norm1_init
+
+
+@njit(cache=True, nogil=True, inline="always")
 def rand_below(state, k):
     """A pseudo-random integer in [0, k) (k < 2**32) from the 64-bit xorshift* generator kept in ``state[0]``."""
     x = state[0]

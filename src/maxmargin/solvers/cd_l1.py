@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, uint64
 
-from ._linear_common import _prefetch, drive, rand_below, rng_state
+from ._linear_common import _prefetch, drive, epoch_end, rand_below, rng_state
 from .dual_cd import LinearFit
 
 INF = np.inf
@@ -218,20 +218,11 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
                 d *= 0.5
                 delta *= 0.5
             s += 1
-        if istate[1] == 0 and g_norm1_init < 0.0:
-            g_norm1_init = g_norm1
-        istate[1] += 1
-        fstate[2] = g_norm1
-        if g_norm1 <= tol * g_norm1_init:
-            if active == m:
-                istate[0] = active
-                fstate[0] = g_max_old
-                fstate[1] = g_norm1_init
-                return 0
-            active = m
-            g_max_old = INF
-            continue
-        g_max_old = g_max
+        done, active, g_max_old, g_norm1_init = epoch_end(
+            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, m
+        )
+        if done:
+            return 0
     istate[0] = active
     fstate[0] = g_max_old
     fstate[1] = g_norm1_init
