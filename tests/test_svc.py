@@ -437,6 +437,81 @@ def test_pair_classes_are_libsvm_order_and_read_only():
         np.testing.assert_array_equal(out, (M[ra, :, rb - 1] + M[rb, :, ra]).T + intercept)
 
 
+def test_fused_votes_equal_the_votes_of_the_stored_values():
+    """votes.labels_from_kernel / ovr_from_kernel / pair_values_from_kernel (many classes) against the values formed
+    the plain way from the same kernel values: serial and parallel loops, odd row counts, exact zeros (ties)."""
+    from maxmargin import votes as ovo_votes
+    from maxmargin.svm import pair_classes
+
+    for k, n in ((3, 5), (21, 7), (40, 301)):  # 40 classes x 301 rows: above PARALLEL_MIN_VALUES
+        ra, rb = pair_classes(k)
+        rng = np.random.default_rng(k)
+        sizes = rng.integers(1, 6, size=k)
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        K = rng.normal(size=(n, starts[-1]))
+        CT = rng.normal(size=(starts[-1], k - 1))
+        intercept = rng.normal(size=ra.shape[0])
+        # the class sums N[a, r, c] and the pair values from them, in plain NumPy
+        N = np.stack([K[:, starts[a] : starts[a + 1]] @ CT[starts[a] : starts[a + 1]] for a in range(k)])
+        dec = (N[ra, :, rb - 1] + N[rb, :, ra]).T + intercept
+        values = ovo_votes.pair_values_from_kernel(K, CT, starts, intercept, np.empty((n, ra.shape[0])))
+        np.testing.assert_allclose(values, dec, rtol=1e-12, atol=1e-12)
+        labels = ovo_votes.labels_from_kernel(K, CT, starts, intercept)
+        np.testing.assert_array_equal(labels, ovo_votes.labels_by_votes(values, k))
+        scores = ovo_votes.ovr_from_kernel(K, CT, starts, intercept)
+        np.testing.assert_array_equal(scores, ovo_votes.ovr_scores(values, k))
+        args = ovo_votes._fused_args(K, CT, starts, intercept)
+        for par, ser, out in (
+            (ovo_votes._labels_k_par, ovo_votes._labels_k_ser, np.empty(n, dtype=np.int64)),
+            (ovo_votes._ovr_k_par, ovo_votes._ovr_k_ser, np.empty((n, k))),
+            (ovo_votes._values_k_par, ovo_votes._values_k_ser, np.empty((n, ra.shape[0]))),
+        ):
+            other = out.copy()
+            par(*args, out)
+            ser(*args, other)
+            np.testing.assert_array_equal(out, other)  # rows are independent: the same bits on any thread count
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "precomputed"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_many_classes_predict_through_class_sums_as_scikit_learn(monkeypatch, kernel, sparse):
+    """From votes.FUSED_MIN_CLASSES classes the labels, the 'ovr' scores and the one-vs-one values come from each
+    row's class sums (no stored pair values): the same as the route through M, and scikit-learn's labels."""
+    from maxmargin import votes as ovo_votes
+
+    rng = np.random.default_rng(5)
+    k = 24
+    centers = rng.normal(size=(k, 6))
+    y = np.repeat(np.arange(k), 12)
+    X = centers[y] + 0.9 * rng.normal(size=(y.shape[0], 6))
+    Xt = centers[rng.integers(0, k, 150)] + 0.9 * rng.normal(size=(150, 6))
+    if sparse and kernel != "precomputed":
+        X, Xt = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0, X)), sp.csr_matrix(np.where(np.abs(Xt) < 0.3, 0, Xt))
+    kw = dict(kernel=kernel, C=3.0, tol=1e-7)
+    A, At = (X, Xt) if kernel != "precomputed" else (X @ X.T, Xt @ X.T)
+    model = SVC(**kw).fit(A, y)
+    ref = SkSVC(**kw).fit(A, y)
+    fused = {}
+    for route in ("fused", "through M"):
+        monkeypatch.setattr(ovo_votes, "FUSED_MIN_CLASSES", 20 if route == "fused" else 10**9)
+        model.decision_function_shape = "ovo"
+        ovo = model.decision_function(At)
+        model.decision_function_shape = "ovr"
+        model.break_ties = False
+        labels = model.predict(At)
+        scores = model.decision_function(At)
+        model.break_ties = True
+        tied = model.predict(At)
+        model.break_ties = False
+        fused[route] = (ovo, labels, scores, tied)
+        np.testing.assert_array_equal(labels, model.classes_[ovo_votes.labels_by_votes(ovo, k)])
+        np.testing.assert_array_equal(tied, model.classes_[np.argmax(scores, axis=1)])
+    for a, b in zip(fused["fused"], fused["through M"]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    assert np.mean(fused["fused"][1] == ref.predict(At)) >= 0.99
+    np.testing.assert_allclose(fused["fused"][2], ref.decision_function(At), atol=1e-4)
+
+
 def test_non_finite_dual_coefficients_raise():
     from maxmargin.svm import check_finite_solution
 

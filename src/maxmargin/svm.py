@@ -1288,15 +1288,22 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             out[:, 0] = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0]) + self.intercept_[0]
             return out
         rows = block_rows_for(max(self.support_.shape[0], 1))
+        # many classes: each row's pair values from its class sums (votes.pair_values_from_kernel), no M
+        CT = np.ascontiguousarray(self.dual_coef_.T) if n_classes >= votes.FUSED_MIN_CLASSES else None
         for s in range(0, n, rows):
             e = min(s + rows, n)
             Xb = X[s:e]
             if self._linear_w is not None and self.support_.shape[0] == 0:
                 out[s:e] = np.asarray(Xb @ self._linear_w.T) + self.intercept_
                 continue
-            Kb = self._kernel_to_sv(Xb, SV) if self.support_.shape[0] else np.zeros((e - s, 0))
+            with one_blas_thread() if CT is not None else contextlib.nullcontext():
+                # (BLAS's idle threads would spin on the cores the compiled loop uses next)
+                Kb = self._kernel_to_sv(Xb, SV) if self.support_.shape[0] else np.zeros((e - s, 0))
             if n_classes == 2:
                 out[s:e, 0] = Kb @ self.dual_coef_[0] + self.intercept_[0]
+                continue
+            if CT is not None:
+                votes.pair_values_from_kernel(Kb, CT, starts, self.intercept_, out[s:e])
                 continue
             # per class a, the products of its support vectors' kernel columns with their
             # coefficients in every pair, one matrix product each: M[a][:, c] (c = b - 1 for
@@ -1308,6 +1315,37 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                     sa = slice(starts[a], starts[a + 1])
                     np.matmul(Kb[:, sa], self.dual_coef_[:, sa].T, out=M[a])
             votes.values_from_class_sums(M, self.intercept_, out[s:e])
+        return out
+
+    def _fused_ok(self):
+        """Whether :meth:`_votes_from_kernel` may stand in for :meth:`_ovo_decision` (a model whose decision
+        values are those of its support vectors)."""
+        return True
+
+    def _votes_from_kernel(self, X, scores):
+        """With many classes (:data:`maxmargin.votes.FUSED_MIN_CLASSES`), the index of each row's class by
+        one-vs-one votes (``scores=False``) or the one-vs-rest scores (``scores=True``), straight from blocks of
+        kernel values (:func:`maxmargin.votes.labels_from_kernel`): the k(k-1)/2 pair values of a row are never
+        stored.  None where the usual route applies (fewer classes, no support vectors, predicting through ``w``,
+        or a model routed by parts)."""
+        k = self.classes_.shape[0]
+        n_sv = self.support_.shape[0]
+        if k < votes.FUSED_MIN_CLASSES or n_sv == 0 or not self._fused_ok() or weights_pay(self.kernel, X, n_sv, k):
+            return None
+        n = X.shape[0]
+        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        SV = densify_if_cheap(self.support_vectors_)
+        CT = np.ascontiguousarray(self.dual_coef_.T)
+        out = np.empty((n, k)) if scores else np.empty(n, dtype=np.int64)
+        rows = block_rows_for(n_sv)
+        for s in range(0, n, rows):
+            e = min(s + rows, n)
+            with one_blas_thread():  # BLAS's idle threads spin on the cores the compiled loops use next
+                Kb = self._kernel_to_sv(X[s:e], SV)
+            if scores:
+                out[s:e] = votes.ovr_from_kernel(Kb, CT, starts, self.intercept_)
+            else:
+                out[s:e] = votes.labels_from_kernel(Kb, CT, starts, self.intercept_)
         return out
 
     def decision_function(self, X):
@@ -1322,6 +1360,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return scaleout.blockwise(self, "decision_function", X)
         X = self._validate_for_predict(X)
         if self.classes_.shape[0] > 2 and self.decision_function_shape == "ovr":
+            scores = self._votes_from_kernel(X, scores=True)
+            if scores is not None:
+                return scores
             return self._by_row_chunks(X, lambda dec: ovr_from_ovo(dec, self.classes_.shape[0]))
         dec = self._ovo_decision(X)
         if self.classes_.shape[0] == 2:
@@ -1360,6 +1401,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         X = self._validate_for_predict(X)
         if self.predict_from_proba and self.probability and self._has_proba():
             return self._by_row_chunks(X, lambda dec: self.classes_[np.argmax(self._proba_from_ovo(dec), axis=1)])
+        by_scores = self.break_ties and self.decision_function_shape == "ovr"
+        fused = self._votes_from_kernel(X, scores=by_scores)
+        if fused is not None:
+            return self.classes_[np.argmax(fused, axis=1) if by_scores else fused]
         return self._by_row_chunks(X, self._predict_from_ovo)
 
     # ---------------------------------------------------------- properties
@@ -1549,6 +1594,9 @@ class SVC(BaseSVMClassifier):
         if getattr(self, "_early_rho", None) is None:
             return super()._ovo_decision(X)
         return early_decision(self, X)
+
+    def _fused_ok(self):
+        return getattr(self, "_early_rho", None) is None
 
     def _upper_bounds(self, weights):
         return self.C * weights
