@@ -80,12 +80,15 @@ def test_pairwise_coupling_solves_method_two():
     assert np.allclose(pairwise_coupling(Rc), p, atol=1e-10)
 
 
-@pytest.mark.parametrize("k,n", [(3, 7), (7, 300), (20, 40)])
-def test_compiled_coupling_row_by_row_is_the_batched_system(k, n, monkeypatch):
-    """probabilities_from_ovo couples row by row in compiled code (Gaussian elimination); the same numbers as
-    pairwise_coupling's batched NumPy solve, serial and parallel; a row it cannot solve goes to the iteration."""
+@pytest.mark.parametrize("k,n", [(3, 7), (7, 300), (20, 40), (60, 12)])
+@pytest.mark.parametrize("route", ["elimination", "cholesky"])
+def test_compiled_coupling_row_by_row_is_the_batched_system(k, n, route, monkeypatch):
+    """probabilities_from_ovo couples row by row in compiled code (Gaussian elimination, or from
+    COUPLING_CHOLESKY_MIN classes Q's Cholesky factor); the same numbers as pairwise_coupling's batched NumPy
+    solve, serial and parallel; a row it cannot solve goes to the iteration."""
     from maxmargin import probability
 
+    monkeypatch.setattr(probability, "COUPLING_CHOLESKY_MIN", 0 if route == "cholesky" else 1 << 30)
     rng = np.random.default_rng(k)
     n_pairs = k * (k - 1) // 2
     dec = rng.normal(size=(n, n_pairs)) * 3
@@ -94,18 +97,34 @@ def test_compiled_coupling_row_by_row_is_the_batched_system(k, n, monkeypatch):
     for parallel_min in (0, 1 << 62):
         monkeypatch.setattr(probability, "COUPLING_PARALLEL_MIN", parallel_min)
         np.testing.assert_allclose(probabilities_from_ovo(dec, A, B), ref, rtol=1e-11, atol=1e-14)
-    real = probability._coupled_rows_ser
+    name = "_coupled_chol_ser" if route == "cholesky" else "_coupled_rows_ser"
+    real = getattr(probability, name)
 
     def second_row_fails(dec, A, B, pa, pb, k, out, bad):
         real(dec, A, B, pa, pb, k, out, bad)
         out[1] = np.nan
         bad[1] = True
 
-    monkeypatch.setattr(probability, "_coupled_rows_ser", second_row_fails)
+    monkeypatch.setattr(probability, name, second_row_fails)
     got = probabilities_from_ovo(dec, A, B)
     iterated = _coupling_iterative(probability.pairwise_matrix(dec[1:2], A, B, k))
     np.testing.assert_allclose(got[1], iterated[0] / iterated[0].sum(), rtol=1e-12)
     np.testing.assert_allclose(got[[0] + list(range(2, n))], ref[[0] + list(range(2, n))], rtol=1e-11, atol=1e-14)
+
+
+def test_cholesky_coupling_of_even_odds_is_uniform():
+    """Every r_ab = 1/2 (decision values 0, B = 0): the uniform distribution, no row marked for the iteration."""
+    from maxmargin import probability
+    from maxmargin.svm import pair_classes
+
+    k = 17
+    pa, pb = pair_classes(k)
+    dec = np.zeros((3, pa.shape[0]))
+    out = np.empty((3, k))
+    bad = np.zeros(3, dtype=np.bool_)
+    probability._coupled_chol_ser(dec, np.full(pa.shape[0], -1.0), np.zeros(pa.shape[0]), pa, pb, k, out, bad)
+    assert not bad.any()
+    np.testing.assert_allclose(out, 1.0 / k, rtol=1e-13)
 
 
 def test_two_classes_is_the_sigmoid():

@@ -337,10 +337,75 @@ def _coupled_rows_py(dec, A, B, pa, pb, k, out, bad):
                 bad[i] = True
 
 
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _dot_prefix(a, b, m):
+    """``a[:m] @ b[:m]``, reassociated (vector lanes; a separate function, so that the flag stays here)."""
+    s = 0.0
+    for t in range(m):
+        s += a[t] * b[t]
+    return s
+
+
+def _coupled_rows_chol_py(dec, A, B, pa, pb, k, out, bad):
+    """:func:`_coupled_rows_py` by the Cholesky factor of ``Q``: with :math:`r_{ab} > 0` (the clipping)
+    ``Q`` is positive definite (Wu, Lin & Weng 2004) and the bordered system's solution is
+    :math:`p = Q^{-1}e / e^TQ^{-1}e`; the factor costs :math:`k^3/6` multiply-adds against elimination's
+    :math:`k^3/3`, in contiguous row products (vector lanes).  ``out`` gets ``p`` normalised; ``bad[i]``
+    where a pivot is not positive or ``p`` is not finite or has an entry below -1e-8.  300 classes: 0.37 ms a
+    row against 1.6 ms; 50 classes 9.5 against 12 us."""
+    n, n_pairs = dec.shape
+    for i in prange(n):
+        L = np.zeros((k, k))  # Q's lower triangle, then its factor in place
+        for q in range(n_pairs):
+            u = dec[i, q] * A[q] + B[q]
+            e = np.exp(-abs(u))
+            r = e / (1.0 + e) if u >= 0 else 1.0 / (1.0 + e)
+            r = min(max(r, MIN_PROB), 1.0 - MIN_PROB)
+            a, b = pa[q], pb[q]  # a < b
+            L[b, a] = -r * (1.0 - r)
+            L[a, a] += (1.0 - r) * (1.0 - r)
+            L[b, b] += r * r
+        ok = True
+        for t in range(k):
+            Lt = L[t]
+            for j in range(t):
+                Lt[j] = (Lt[j] - _dot_prefix(Lt, L[j], j)) / L[j, j]
+            d = Lt[t] - _dot_prefix(Lt, Lt, t)
+            if not d > 0.0:
+                ok = False
+                break
+            Lt[t] = np.sqrt(d)
+        if not ok:
+            bad[i] = True
+            continue
+        z = np.empty(k)  # L z = e
+        for t in range(k):
+            z[t] = (1.0 - _dot_prefix(L[t], z, t)) / L[t, t]
+        x = np.empty(k)  # L' x = z
+        for t in range(k - 1, -1, -1):
+            v = z[t]
+            for j in range(t + 1, k):
+                v -= L[j, t] * x[j]
+            x[t] = v / L[t, t]
+        total = 0.0
+        for a in range(k):
+            total += x[a]
+        for a in range(k):
+            out[i, a] = x[a] / total
+            if not np.isfinite(out[i, a]) or out[i, a] < -1e-8:
+                bad[i] = True
+
+
 _coupled_rows_par, _coupled_rows_ser = parallel_and_serial(_coupled_rows_py)
+_coupled_chol_par, _coupled_chol_ser = parallel_and_serial(_coupled_rows_chol_py)
 
 #: rows x pairs from which :func:`probabilities_from_ovo` couples the rows on every core
 COUPLING_PARALLEL_MIN = 1 << 16
+#: from this many classes the rows are coupled by the Cholesky factor (:func:`_coupled_rows_chol_py`); below it by
+#: elimination, which costs less there (10 classes: 0.3 against 0.4 us a row).  ``predict_proba`` on 1,500 rows
+#: (session 29), Cholesky / elimination: 16 classes 9.1 / 8.7 ms, 20 12.3 / 12.2, 50 40 / 45, 100 101 / 159;
+#: 300 classes, 900 rows, 0.49 / 1.68 s (scikit-learn 1.68 s)
+COUPLING_CHOLESKY_MIN = 16
 
 
 def probabilities_from_ovo(dec, probA, probB):
@@ -383,7 +448,11 @@ def _couple(dec, A, B, k):
     pa, pb = pair_classes(k)
     p = np.empty((n, k))
     bad = np.zeros(n, dtype=np.bool_)
-    fn = _coupled_rows_par if n * n_pairs >= COUPLING_PARALLEL_MIN else _coupled_rows_ser
+    par = n * n_pairs >= COUPLING_PARALLEL_MIN
+    if k >= COUPLING_CHOLESKY_MIN:
+        fn = _coupled_chol_par if par else _coupled_chol_ser
+    else:
+        fn = _coupled_rows_par if par else _coupled_rows_ser
     fn(dec, A, B, pa.astype(np.int64), pb.astype(np.int64), k, p, bad)
     if bad.any():
         p[bad] = _coupling_iterative(pairwise_matrix(dec[bad], A, B, k))
