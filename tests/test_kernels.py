@@ -142,6 +142,9 @@ def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, 
     monkeypatch.setattr(engine.KernelRows, "times", lambda self, *a, **k: called.append(1) or times(self, *a, **k))
     np.testing.assert_allclose(kernel_times(kern, A, B, c), kern(A, B) @ c, rtol=1e-10, atol=1e-9)
     assert called  # 2.1M kernel values of 5 features: the fused loop
+    called.clear()
+    np.testing.assert_allclose(kernel_times(kern, A, B, c, fused_dense=False), kern(A, B) @ c, rtol=1e-10, atol=1e-9)
+    assert not called  # the predict paths on an AVX-512 host (engine.FUSED_DENSE_PREDICT): blocks
 
 
 def test_kernel_times_of_a_callable_kernel_calls_it():

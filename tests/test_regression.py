@@ -219,3 +219,32 @@ def test_check_estimator_svr():
             },
         )
         check_estimator(SVR(gamma=1.0, tol=1e-10))  # weights = repeated rows, to 1e-7
+
+
+@pytest.mark.parametrize("estimator", ["SVR", "NuSVR", "OneClassSVM"])
+def test_predict_on_sparse_rows_through_the_fused_loop(estimator, monkeypatch):
+    """Sparse rows predict through engine.kernel_times (no kernel block stored) once rows x support vectors pass
+    SMALL_BLOCK_VALUES: the same values as the kernel blocks (the route below that size), and scikit-learn's."""
+    import sklearn.svm
+
+    import maxmargin
+    from maxmargin import regression
+
+    rng = np.random.default_rng(11)
+    X = sp.random(900, 400, density=0.03, random_state=3, format="csr")
+    y = np.asarray(X[:, :20].sum(axis=1)).ravel() + 0.05 * rng.normal(size=900)
+    kw = {"SVR": dict(C=3.0, epsilon=0.01), "NuSVR": dict(C=3.0, nu=0.5), "OneClassSVM": dict(nu=0.2)}[estimator]
+    kw["tol"] = 1e-8
+    ours = getattr(maxmargin, estimator)(**kw)
+    ref = getattr(sklearn.svm, estimator)(**kw)
+    if estimator == "OneClassSVM":
+        ours.fit(X), ref.fit(X)
+    else:
+        ours.fit(X, y), ref.fit(X, y)
+    assert X.shape[0] * ours.support_.shape[0] > regression.SMALL_BLOCK_VALUES
+    fused = ours.decision_function(X) if estimator == "OneClassSVM" else ours.predict(X)
+    monkeypatch.setattr(regression, "SMALL_BLOCK_VALUES", 1 << 62)  # the kernel blocks
+    blocks = ours.decision_function(X) if estimator == "OneClassSVM" else ours.predict(X)
+    np.testing.assert_allclose(fused, blocks, rtol=1e-12, atol=1e-12)
+    expected = ref.decision_function(X) if estimator == "OneClassSVM" else ref.predict(X)
+    np.testing.assert_allclose(fused, expected, rtol=1e-5, atol=1e-5)

@@ -52,7 +52,7 @@ from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
 from .formulations.pairs import PairFits
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data, block_mode
-from .kernels.engine import kernel_times
+from .kernels.engine import FUSED_DENSE_PREDICT, kernel_times
 from .kernels.objects import block_rows_for, make_kernel
 from .problem import DualProblem, nu_svc_problem
 from .solvers import ipm, ovo, ovo_folds, smo
@@ -1285,7 +1285,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         small = n * self.support_.shape[0] <= SMALL_BLOCK_VALUES
         if n_classes == 2 and self.support_.shape[0] and self.kernel != "precomputed" and not small:
             # no kernel block stored: the fused loop of the gradient rebuild where it applies
-            out[:, 0] = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0]) + self.intercept_[0]
+            decision = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0], fused_dense=FUSED_DENSE_PREDICT)
+            out[:, 0] = decision + self.intercept_[0]
             return out
         rows = block_rows_for(max(self.support_.shape[0], 1))
         # many classes: each row's pair values from its class sums (votes.pair_values_from_kernel), no M
