@@ -352,3 +352,59 @@ def test_compute_rho_nu_is_libsvms_rule(rng, case):
         alpha[:6] = 0.0
     got = smo.compute_rho_nu(y, G, alpha, U)
     np.testing.assert_allclose(got, _rho_nu_reference(y, G, alpha, U), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "case", ["narrow rows on demand", "wide dense blocks", "sparse", "weights", "duplicates", "linear kernel"]
+)
+def test_compiled_nu_pairs_equal_the_registry_route_and_libsvm(monkeypatch, case):
+    """The nu-variant in compiled code (pair_smo.pair_smo_nu from LIBSVM's start, scaled by 1/r in ovo) gives the
+    registry's model (dual coefficients, offsets, objective, ||w||, margin) at a tight tol, and LIBSVM's labels."""
+    from maxmargin.solvers import ovo
+
+    rng = np.random.default_rng(7)
+    k, per, d = 5, 40, 6
+    if case == "wide dense blocks":
+        d = ovo.LAZY_MAX_DENSE_D + 16  # rows above it: the pairs on the classes' blocks, not rows on demand
+    centers = rng.normal(size=(k, d)) * 2.0
+    y = np.repeat(np.arange(k), per)
+    X = centers[y] + rng.normal(size=(k * per, d))
+    kw = dict(nu=0.3, tol=1e-10, gamma=0.5 / d)
+    fit_kw = {}
+    if case == "sparse":
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    elif case == "weights":
+        fit_kw["sample_weight"] = rng.uniform(0.5, 2.0, size=y.shape[0])
+    elif case == "duplicates":
+        X = np.repeat(X[::2], 2, axis=0)  # identical rows of one class, merged (dedup.py) and split again
+    elif case == "linear kernel":
+        kw = dict(nu=0.3, tol=1e-10, kernel="linear")
+    compiled = NuSVC(**kw).fit(X, y, **fit_kw)
+    monkeypatch.setattr(NuSVC, "_pairs_compile", lambda self: False)
+    registry = NuSVC(**kw).fit(X, y, **fit_kw)
+    monkeypatch.undo()
+    if case != "duplicates":  # (a merged group's multiplier is split among its rows by dedup.py's rule)
+        np.testing.assert_array_equal(compiled.support_, registry.support_)
+        np.testing.assert_allclose(compiled.dual_coef_, registry.dual_coef_, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(compiled.intercept_, registry.intercept_, rtol=1e-6, atol=1e-7)
+    for name in ("objective_", "w_norm_", "margin_"):
+        np.testing.assert_allclose(getattr(compiled, name), getattr(registry, name), rtol=1e-6, atol=1e-7)
+    assert np.all(np.isnan(compiled.duality_gap_)) and np.all(np.isnan(registry.duality_gap_))
+    assert compiled.fit_status_ == 0
+    compiled.decision_function_shape = registry.decision_function_shape = "ovo"
+    dec = compiled.decision_function(X)
+    np.testing.assert_allclose(dec, registry.decision_function(X), rtol=1e-6, atol=1e-6)
+    ref = SkNuSVC(decision_function_shape="ovo", **kw).fit(X, y, **fit_kw)
+    assert np.mean(compiled.predict(X) == ref.predict(X)) >= 0.99
+    if case in ("narrow rows on demand", "wide dense blocks", "sparse", "weights"):
+        # (with a linear kernel on 6 features the offsets of LIBSVM's solution and ours may differ: no free
+        # multipliers in a class, the middle of an interval that differs with the solution's bound set)
+        np.testing.assert_allclose(dec, ref.decision_function(X), atol=1e-4)
+
+
+def test_compiled_nu_pairs_without_a_margin_name_the_problem():
+    """A pair with r <= 0 (identical classes: w = 0) leaves the compiled route; the registry names the problem."""
+    X = np.ones((12, 2))
+    y = np.repeat([0, 1, 2], 4)
+    with pytest.raises(ValueError, match="found no margin"):
+        NuSVC(nu=0.5).fit(X, y)

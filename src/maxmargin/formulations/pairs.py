@@ -64,6 +64,10 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     with np.errstate(divide="ignore", invalid="ignore"):
         margin = np.where(w_norm > 0, min_funct / w_norm, np.inf)
     primal = 0.5 * w_sq + (np.add.reduceat(U * np.maximum(0.0, 1.0 - funct), starts) if sizes.size else 0.0)
+    r = res.get("r") if hasattr(res, "get") else None
+    nu = r is not None
+    if nu:  # nu-SVC pairs (scaled to their C-SVC solution, C = w / r): no primal or gap reported, as fit_binary's
+        primal = np.full(sizes.shape[0], np.nan)
     linear = _is_linear(kernel)
     status = res["status"]
     # each pair's rows in increasing order: its two classes' rows (each increasing) merged
@@ -79,6 +83,7 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     finished = np.full(sizes.shape[0], status == "converged") | (tol is not None and violation <= tol)
     converged = finished & solved
     conv_l = converged.tolist()
+    r_l = np.asarray(r, dtype=np.float64).tolist() if nu else None
 
     def build(p):
         lo, hi = bounds[p], bounds[p + 1]
@@ -87,9 +92,11 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
             w_norm=w_norm_l[p],
             bias_rule="libsvm",
             train_decision=decision_s[lo:hi],
-            primal_objective=primal_l[p],
-            duality_gap=gap_l[p],
         )
+        if nu:
+            extra["r"] = r_l[p]
+        else:
+            extra.update(primal_objective=primal_l[p], duality_gap=gap_l[p])
         coef = coef_s[lo:hi]
         w = np.asarray(X[rows_s[lo:hi]].T @ coef).ravel() if linear else None
         return BinaryFit(
@@ -103,7 +110,7 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
             w=w,
             extra=extra,
             margin=margin_l[p],
-            formulation="l1",
+            formulation="nu" if nu else "l1",
             solver=solver,
             coef=coef,
         )
@@ -123,6 +130,8 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
         margin=margin,
         converged=converged,
     )
+    if nu:
+        arrays["r"] = np.asarray(r, dtype=np.float64)
     return PairFits(arrays, build, sizes.shape[0])
 
 

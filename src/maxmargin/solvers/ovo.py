@@ -40,8 +40,8 @@ from .._threads import cores, one_blas_thread
 from ..kernels.blocks import DENSE, GRAM, NARROW, SPARSE, block, block_by_columns, columns_of
 from ..probability import _sigmoid_train
 from .ovo_folds import one_fold
-from .pair_smo import _violation, pair_smo, self_kernels
-from .smo import compute_rho
+from .pair_smo import _violation, nu_gradient, pair_smo, pair_smo_nu, self_kernels
+from .smo import compute_rho, compute_rho_nu
 
 #: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
 BATCH_ENTRIES = 4_000_000
@@ -167,6 +167,7 @@ def _solve_pairs(
     lazy,
     own,
     visits,
+    nu,
 ):
     """The pairs ``plist[p0:p1]``: the off-diagonal class block, SMO, offset and objective.
 
@@ -179,7 +180,15 @@ def _solve_pairs(
     (:func:`maxmargin.solvers.pair_smo.fill_row`; ``sorted_rows``: :func:`sorted_rows`): its off-diagonal
     segment, and its diagonal segment too with ``own`` (else copied from ``diag``); the folds read the
     same store and add the rows they visit first; ``visits[p]``: the fraction of the pair's rows computed
-    (by its solve and its folds)."""
+    (by its solve and its folds).
+
+    ``nu > 0``: the pairs of a nu-SVC (``C``: the rows' weights, the box): LIBSVM's feasible start (each class
+    filled in row order up to ``nu sum(w) / 2``, :func:`maxmargin.problem.nu_svc_problem`), its gradient
+    :math:`Q\alpha` (:func:`maxmargin.solvers.pair_smo.nu_gradient`), the nu-variant's SMO
+    (:func:`maxmargin.solvers.pair_smo.pair_smo_nu`), then LIBSVM's offsets (:func:`compute_rho_nu`) and the C-SVC
+    solution :math:`\alpha/r`, :math:`\rho/r`, objective :math:`\tfrac12\alpha^TQ\alpha/r^2`, and the gradient of
+    that solution less 1 (as a C-SVC pair's); ``r`` goes to ``res[p, 4]`` (no folds), the nu-variant's own
+    violation to ``res[p, 3]``.  A pair with ``r <= 0`` keeps its unscaled solution (the caller raises)."""
     mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     XT, Xs, sqs = sorted_rows
     cur = -1
@@ -241,6 +250,23 @@ def _solve_pairs(
             U[i] = C[ra[i]] if i < na else C[rb[i - na]]
         alpha = np.zeros(n)
         G = -np.ones(n)
+        viol_nu = 0.0
+        if nu > 0.0:
+            wa = 0.0
+            wb = 0.0
+            for i in range(n):
+                if i < na:
+                    wa += U[i]
+                else:
+                    wb += U[i]
+            half = min(nu * (wa + wb) / 2.0, wa, wb)
+            before = 0.0
+            for i in range(n):
+                if i == na:
+                    before = 0.0
+                alpha[i] = min(max(half - before, 0.0), U[i])
+                before += U[i]
+            G[:] = 0.0
         if lazy:
             slot = np.full(n, -1, dtype=np.int64)
             count = np.zeros(1, dtype=np.int64)
@@ -266,9 +292,34 @@ def _solve_pairs(
             else:
                 for t in range(n):
                     qd[t] = Da[t, t] if t < na else Db[t - na, t - na]
-            it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lz, qd)
+            if nu > 0.0:
+                nu_gradient(Da, Db, off, offT, alpha, G, lz)
+                it, viol_nu = pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter, lz, qd)
+            else:
+                it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lz, qd)
+        elif nu > 0.0:
+            nu_gradient(Da, Db, off, offT, alpha, G)
+            it, viol_nu = pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter)
         else:
             it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
+        if nu > 0.0:
+            o = aoff[p]
+            rho_s, r = compute_rho_nu(y, G, alpha, U)
+            q = 0.0
+            for i in range(n):
+                q += alpha[i] * G[i]
+            res[p, 2] = it
+            res[p, 3] = viol_nu
+            res[p, 4] = r
+            scale = r if r > 0.0 else 1.0
+            for i in range(n):
+                alpha_out[o + i] = alpha[i] / scale
+                G_out[o + i] = G[i] / scale - 1.0
+            res[p, 0] = rho_s / scale
+            res[p, 1] = 0.5 * q / scale / scale
+            if lazy:
+                visits[p] = count[0] / n
+            continue
         obj = 0.0
         for i in range(n):
             obj += alpha[i] * (G[i] - 1.0)
@@ -522,6 +573,7 @@ def solve_pairs(
     fold_tol=None,
     lazy=None,
     cache_size=None,
+    nu=0.0,
 ):
     """Solve the one-vs-one problems ``pairs`` (list of class-index pairs (a, b)).
 
@@ -556,7 +608,12 @@ def solve_pairs(
     ``cache_size`` (MB; with ``workers``, the number whose whole Gram matrices fit in it): where the probes' rows
     on demand leave room for more workers' row stores, the pairs after them run on every core
     (:func:`lazy_workers`).
+
+    ``nu > 0``: the pairs of a nu-SVC (``C``: the rows' weights; no folds), each solved by the nu-variant and
+    returned as the C-SVC solution it scales to (see :func:`_solve_pairs`), with each pair's ``r``.
     """
+    if nu > 0.0 and n_folds:
+        raise ValueError("the nu-SVC pairs are solved without cross-validation folds")
     t0 = time.perf_counter()
     lay = layout(y_idx, C, pairs)
     C, order, counts, cstart, doff, sizes_sq = lay.C, lay.order, lay.counts, lay.cstart, lay.doff, lay.sizes_sq
@@ -618,6 +675,7 @@ def solve_pairs(
                 bool(lazy),
                 bool(own),
                 visits,
+                float(nu),
             )
             done[plist[q0:q1]] = True
             if on_batch is not None and on_batch(plist[q0:q1].tolist()) is False:
@@ -686,5 +744,6 @@ def solve_pairs(
         cv_iter=res[:, 4],
         probA=res[:, 5],
         probB=res[:, 6],
+        r=res[:, 4] if nu > 0.0 else None,
         status=why or "converged",
     )

@@ -289,3 +289,151 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy=None
             Gb[t] -= Ri[t] * dai + Rj[t] * daj
         it += 1
     return it
+
+
+@njit(cache=True, nogil=True)
+def nu_gradient(Da, Db, off, offT, alpha, G, lazy=None):
+    """``G += Q alpha`` over the nonzero multipliers (the nu-variant's feasible start, whose linear term is 0), one
+    kernel row each (computed into the row store first with ``lazy``), as :func:`pair_smo`'s gradient update."""
+    na = Da.shape[0]
+    nb = Db.shape[0]
+    for s in range(na + nb):
+        if alpha[s] == 0.0:
+            continue
+        if lazy is not None:
+            if lazy[0][s] < 0:
+                fill_row(lazy, s, na, Da, Db)
+            row = lazy[1][lazy[0][s]]
+            Ls, Rs = row[:na], row[na:]
+        else:
+            Ls, Rs = _row(s, na, Da, Db, off, offT)
+        d = alpha[s] if s < na else -alpha[s]
+        for t in range(na):
+            G[t] += Ls[t] * d
+        for t in range(nb):
+            G[na + t] -= Rs[t] * d
+
+
+@njit(cache=True, nogil=True)
+def pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter, lazy=None, qd=None):
+    """:func:`pair_smo` for the nu-variant of the pair's dual (LIBSVM's ``Solver_NU``; seed 001's two equality
+    constraints, the class sums of alpha fixed): each step moves two multipliers of one class, chosen by WSS3
+    within each class (as :func:`maxmargin.solvers.smo._run_py` with ``_NU``), until
+    ``max(gmax_+ + gmax2_+, gmax_- + gmax2_-) < tol``.  No shrinking (the pairs this route takes are small).
+    ``G`` must hold ``Q alpha`` (:func:`nu_gradient`).  Returns (steps, the final violation)."""
+    na = Da.shape[0]
+    nb = Db.shape[0]
+    n = na + nb
+    if qd is None:
+        QD = np.empty(n)
+        for t in range(na):
+            QD[t] = Da[t, t]
+        for t in range(nb):
+            QD[na + t] = Db[t, t]
+    else:
+        QD = qd
+    if lazy is not None:
+        lslot = lazy[0]
+        lstore = lazy[1]
+    else:
+        lslot = np.zeros(1, dtype=np.int64)
+        lstore = np.zeros((1, 1))
+    it = 0
+    viol = 0.0
+    while it < max_iter:
+        # per class the maximal -y G over I_up: ip (class a, y = +1), jn (class b, y = -1)
+        gmaxp = -np.inf
+        gmaxn = -np.inf
+        ip = -1
+        jn = -1
+        for t in range(n):
+            u = uint64(t)
+            if t < na:
+                if alpha[u] < U[u] and -G[u] >= gmaxp:
+                    gmaxp = -G[u]
+                    ip = t
+            elif alpha[u] > 0.0 and G[u] >= gmaxn:
+                gmaxn = G[u]
+                jn = t
+        Lp = lstore[0]  # read only where ip >= 0 / jn >= 0
+        Rn = lstore[0]
+        if ip >= 0:
+            if lazy is not None:
+                if lslot[ip] < 0:
+                    fill_row(lazy, ip, na, Da, Db)
+                Lp = lstore[lslot[ip]][:na]
+            else:
+                Lp = _row(ip, na, Da, Db, off, offT)[0]
+        if jn >= 0:
+            if lazy is not None:
+                if lslot[jn] < 0:
+                    fill_row(lazy, jn, na, Da, Db)
+                Rn = lstore[lslot[jn]][na:]
+            else:
+                Rn = _row(jn, na, Da, Db, off, offT)[1]
+        # j: the second-order partner of ip (class a) or jn (class b) in its own class
+        gmaxp2 = -np.inf
+        gmaxn2 = -np.inf
+        j = -1
+        best = np.inf
+        for t in range(n):
+            u = uint64(t)
+            if t < na:
+                if alpha[u] <= 0.0:
+                    continue
+                v = G[u]
+                if v > gmaxp2:
+                    gmaxp2 = v
+                b = gmaxp + v
+                if ip >= 0 and b > 0.0:
+                    a = QD[ip] + QD[u] - 2.0 * Lp[u]
+                    obj = -(b * b) / (a if a > 0.0 else TAU)
+                    if obj <= best:
+                        best = obj
+                        j = t
+            else:
+                if alpha[u] >= U[u]:
+                    continue
+                v = -G[u]
+                if v > gmaxn2:
+                    gmaxn2 = v
+                b = gmaxn + v
+                if jn >= 0 and b > 0.0:
+                    a = QD[jn] + QD[u] - 2.0 * Rn[uint64(t - na)]
+                    obj = -(b * b) / (a if a > 0.0 else TAU)
+                    if obj <= best:
+                        best = obj
+                        j = t
+        viol = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
+        if viol < tol or j < 0:
+            break
+        i = ip if j < na else jn
+        if lazy is not None:
+            if lslot[j] < 0:
+                fill_row(lazy, j, na, Da, Db)
+            row = lstore[lslot[i]]
+            Li, Ri = row[:na], row[na:]
+            row = lstore[lslot[j]]
+            Lj, Rj = row[:na], row[na:]
+        else:
+            Li, Ri = _row(i, na, Da, Db, off, offT)
+            Lj, Rj = _row(j, na, Da, Db, off, offT)
+        Kij = Li[j] if j < na else Ri[j - na]
+        yi = 1.0 if i < na else -1.0  # (and y_j = y_i)
+        quad = QD[i] + QD[j] - 2.0 * Kij
+        if quad <= 0.0:
+            quad = TAU
+        old_ai = alpha[i]
+        old_aj = alpha[j]
+        ai, aj = pair_step(False, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
+        alpha[i] = ai
+        alpha[j] = aj
+        dai = (ai - old_ai) * yi
+        daj = (aj - old_aj) * yi
+        for t in range(na):
+            G[t] += Li[t] * dai + Lj[t] * daj
+        Gb = G[na:]
+        for t in range(nb):
+            Gb[t] -= Ri[t] * dai + Rj[t] * daj
+        it += 1
+    return it, max(viol, 0.0)
