@@ -88,6 +88,14 @@ def _cases():
     case("sparse", "the same as CSC", "SVC", {}, S.tocsc(), ys)
     case("sparse", "the same as int64", "SVC", {}, sp.csr_matrix(S.astype(np.int64)), ys)
     case("sparse", "SVR on the sparse rows", "SVR", {}, S, S @ beta)
+    # wide sparse text (datasets.text2's TF-IDF rows) for the single-function models (session 29: their predict
+    # went through scipy's sparse products, 7x oneDAL's time)
+    from datasets import text2
+
+    T, _, Tte, _, _ = text2()
+    w_text = rng.normal(size=T.shape[1])
+    case("sparse", "SVR on TF-IDF text 6,000 x 30,000", "SVR", {"gamma": 1.0}, T, T @ w_text, Xte=Tte)
+    case("sparse", "one-class on the same text", "OneClassSVM", {"nu": 0.1, "gamma": 1.0}, T, None, Xte=Tte)
     Xr, yr = make_regression(4000, 20, noise=5.0, random_state=0)
     case("regression", "SVR, targets x 1000, C=1e4", "SVR", {"C": 1e4}, Xr, 1000 * yr)
     case("regression", "NuSVR", "NuSVR", {}, StandardScaler().fit_transform(Xr), yr / yr.std())
@@ -108,6 +116,7 @@ def _cases():
     ym = np.repeat(np.arange(300), 10)
     case("manyclass", "300 classes x 10 rows, 64-D", "SVC", {}, Xm, ym)
     case("manyclass", "the same, linear kernel", "SVC", {"kernel": "linear"}, Xm, ym)
+    case("manyclass", "the same, NuSVC nu=0.1", "NuSVC", {"nu": 0.1}, Xm, ym)  # (session 29: 35x scikit-learn's)
     # rows that repeat: few distinct values (pixel colours 0-255, as Skin_NonSkin) and one-hot categories
     rgb = np.clip(rng.normal(128, 40, size=(80000, 3)), 0, 255)
     rgb[:20000] = np.clip(rng.normal((200, 140, 110), 12, size=(20000, 3)), 0, 255)
