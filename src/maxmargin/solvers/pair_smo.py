@@ -161,6 +161,43 @@ def _shrink(act, m, na, U, alpha, G):
     return keep
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore):
+    """One SMO step of :func:`pair_smo` and :func:`pair_smo_nu` on the variables i and j (j's row computed into
+    the store first with ``lazy``; i's is there): the clipped pair step (:func:`maxmargin.solvers.smo.pair_step`)
+    and the gradient update from the two kernel rows."""
+    na = Da.shape[0]
+    nb = Db.shape[0]
+    if lazy is not None:
+        if lslot[j] < 0:
+            fill_row(lazy, j, na, Da, Db)
+        row = lstore[lslot[i]]
+        Li, Ri = row[:na], row[na:]
+        row = lstore[lslot[j]]
+        Lj, Rj = row[:na], row[na:]
+    else:
+        Li, Ri = _row(i, na, Da, Db, off, offT)
+        Lj, Rj = _row(j, na, Da, Db, off, offT)
+    Kij = Li[j] if j < na else Ri[j - na]
+    yi = 1.0 if i < na else -1.0
+    yj = 1.0 if j < na else -1.0
+    quad = QD[i] + QD[j] - 2.0 * Kij
+    if quad <= 0.0:
+        quad = TAU
+    old_ai = alpha[i]
+    old_aj = alpha[j]
+    ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
+    alpha[i] = ai
+    alpha[j] = aj
+    dai = (ai - old_ai) * yi
+    daj = (aj - old_aj) * yj
+    for t in range(na):
+        G[t] += Li[t] * dai + Lj[t] * daj
+    Gb = G[na:]
+    for t in range(nb):
+        Gb[t] -= Ri[t] * dai + Rj[t] * daj
+
+
 @njit(cache=True, nogil=True)
 def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy=None, qd=None):
     """WSS3 SMO (seed 001's clipped pair step, :func:`maxmargin.solvers.smo.pair_step`)
@@ -259,34 +296,7 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy=None
                 act[t] = t
             counter = period
             continue
-        if lazy is not None:
-            if lslot[j] < 0:
-                fill_row(lazy, j, na, Da, Db)
-            row = lstore[lslot[i]]
-            Li, Ri = row[:na], row[na:]
-            row = lstore[lslot[j]]
-            Lj, Rj = row[:na], row[na:]
-        else:
-            Li, Ri = _row(i, na, Da, Db, off, offT)
-            Lj, Rj = _row(j, na, Da, Db, off, offT)
-        Kij = Li[j] if j < na else Ri[j - na]
-        yi = 1.0 if i < na else -1.0
-        yj = 1.0 if j < na else -1.0
-        quad = QD[i] + QD[j] - 2.0 * Kij
-        if quad <= 0.0:
-            quad = TAU
-        old_ai = alpha[i]
-        old_aj = alpha[j]
-        ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
-        alpha[i] = ai
-        alpha[j] = aj
-        dai = (ai - old_ai) * yi
-        daj = (aj - old_aj) * yj
-        for t in range(na):
-            G[t] += Li[t] * dai + Lj[t] * daj
-        Gb = G[na:]
-        for t in range(nb):
-            Gb[t] -= Ri[t] * dai + Rj[t] * daj
+        _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore)
         it += 1
     return it
 
@@ -407,33 +417,7 @@ def pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter, lazy=None, qd=Non
         viol = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
         if viol < tol or j < 0:
             break
-        i = ip if j < na else jn
-        if lazy is not None:
-            if lslot[j] < 0:
-                fill_row(lazy, j, na, Da, Db)
-            row = lstore[lslot[i]]
-            Li, Ri = row[:na], row[na:]
-            row = lstore[lslot[j]]
-            Lj, Rj = row[:na], row[na:]
-        else:
-            Li, Ri = _row(i, na, Da, Db, off, offT)
-            Lj, Rj = _row(j, na, Da, Db, off, offT)
-        Kij = Li[j] if j < na else Ri[j - na]
-        yi = 1.0 if i < na else -1.0  # (and y_j = y_i)
-        quad = QD[i] + QD[j] - 2.0 * Kij
-        if quad <= 0.0:
-            quad = TAU
-        old_ai = alpha[i]
-        old_aj = alpha[j]
-        ai, aj = pair_step(False, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
-        alpha[i] = ai
-        alpha[j] = aj
-        dai = (ai - old_ai) * yi
-        daj = (aj - old_aj) * yi
-        for t in range(na):
-            G[t] += Li[t] * dai + Lj[t] * daj
-        Gb = G[na:]
-        for t in range(nb):
-            Gb[t] -= Ri[t] * dai + Rj[t] * daj
+        i = ip if j < na else jn  # (of j's class)
+        _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore)
         it += 1
     return it, max(viol, 0.0)
