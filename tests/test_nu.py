@@ -408,3 +408,20 @@ def test_compiled_nu_pairs_without_a_margin_name_the_problem():
     y = np.repeat([0, 1, 2], 4)
     with pytest.raises(ValueError, match="found no margin"):
         NuSVC(nu=0.5).fit(X, y)
+
+
+@pytest.mark.parametrize("Est,kw", [(SVC, {}), (NuSVC, {"nu": 0.05})])
+def test_compiled_pairs_stopped_by_max_iter_warn(Est, kw):
+    """The compiled one-vs-one route (ovo.solve_pairs) reports a pair that ran into max_iter as not converged, as
+    the pair-by-pair route does: ConvergenceWarning naming max_iter, fit_status_ 1 (before session 29: silent)."""
+    from sklearn.datasets import make_blobs
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = make_blobs(2000, 8, centers=20, cluster_std=2.5, random_state=7)
+    with pytest.warns(ConvergenceWarning, match=r"\(max_iter;"):
+        model = Est(max_iter=3, **kw).fit(X, y)
+    assert model.fit_status_ == 1
+    assert model.n_iter_.max() == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert Est(**kw).fit(X, y).fit_status_ == 0

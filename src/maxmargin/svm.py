@@ -794,7 +794,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if res["r"] is not None and not bool(np.all(res["r"][np.asarray(res["solved"], dtype=bool)] > 0)):
             # a nu-SVC pair without a margin (r <= 0): the usual route solves the pairs again and names the problem
             return self._fit_pairs_rest(X, members, C_all, kern, precomputed, [None] * len(pairs))
-        solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol)
+        solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol, max_iter=self.max_iter)
         if len(chosen) == len(pairs) and folds is None:
             return solved  # every pair, in order: the model is set from its arrays (PairFits)
         if len(chosen) == len(pairs) and isinstance(solved, PairFits) and bool(np.all(res["solved"])):

@@ -10,11 +10,12 @@ from numba import njit
 from .base import BinaryFit, _is_linear
 
 
-def fits_from_pairs(res, C, kernel, X, solver, tol=None):
+def fits_from_pairs(res, C, kernel, X, solver, tol=None, max_iter=None):
     """:class:`BinaryFit` objects (formulation 'l1') for the one-vs-one problems that
     :func:`maxmargin.solvers.ovo.solve_pairs` solved, with what :func:`fit_binary` adds
     (training decision values, ||w||, margin, primal objective, duality gap) computed
-    for all pairs at once; each fit's arrays follow its rows in increasing order."""
+    for all pairs at once; each fit's arrays follow its rows in increasing order.  A pair whose SMO ran into
+    ``max_iter`` steps with its violation not below ``tol`` is not converged (status 'max_iter')."""
     if "rows_flat" in res:
         rows = res["rows_flat"]
         starts = np.asarray(res["offsets"][:-1], dtype=np.int64)
@@ -81,8 +82,12 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
     # a run stopped early (time limit, callback) still has pairs that finished: those whose
     # violation is within tol (given) converged
     finished = np.full(sizes.shape[0], status == "converged") | (tol is not None and violation <= tol)
+    # a pair whose SMO ran into max_iter stopped early although the run as a whole went on (status 'converged')
+    capped = n_iter >= max_iter if max_iter is not None and max_iter > 0 else np.zeros(sizes.shape[0], dtype=bool)
+    finished &= ~capped | (tol is not None and violation < tol)
     converged = finished & solved
     conv_l = converged.tolist()
+    capped_l = capped.tolist()
     r_l = np.asarray(r, dtype=np.float64).tolist() if nu else None
 
     def build(p):
@@ -106,7 +111,7 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None):
             n_iter=iter_l[p],
             violation=viol_l[p],
             converged=conv_l[p],
-            status="converged" if conv_l[p] else status,
+            status="converged" if conv_l[p] else ("max_iter" if capped_l[p] else status),
             w=w,
             extra=extra,
             margin=margin_l[p],
