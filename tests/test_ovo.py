@@ -452,3 +452,28 @@ def test_wide_dense_rows_on_demand_only_up_to_their_limits(monkeypatch):
     SVC().fit(np.hstack([Xw, Xw]), y)  # 100 features
     SVC().fit(Xw[y < 4], y[y < 4])  # 6 pairs: the probes would be a third of them
     assert len(plans) == 1
+
+
+def test_batches_are_consecutive_ranges_of_about_the_entries():
+    """ovo._batches (compiled): the ranges the Python loop it replaced gave -- each closes at the item whose size
+    brings its sum to ``entries``; the rest is one last range."""
+    from maxmargin.solvers.ovo import _batches
+
+    def loop(sizes, entries):
+        out, i0, acc = [], 0, 0
+        for i, s in enumerate(sizes):
+            acc += s
+            if acc >= entries:
+                out.append((i0, i + 1))
+                i0, acc = i + 1, 0
+        if i0 < len(sizes):
+            out.append((i0, len(sizes)))
+        return out
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        sizes = rng.integers(0, 100, size=int(rng.integers(0, 40)))
+        entries = int(rng.integers(1, 400))
+        assert _batches(sizes, entries) == loop(sizes.tolist(), entries)
+    assert _batches([5, 5, 5], 10) == [(0, 2), (2, 3)]
+    assert _batches([], 10) == []

@@ -391,18 +391,31 @@ def sorted_rows(bd, order):
     return XT, Xs, np.ascontiguousarray(bd.sq[order])
 
 
-def _batches(sizes, entries):
-    """Consecutive ranges [i0, i1) whose items' ``sizes`` add up to about ``entries``."""
-    out = []
-    i0, acc = 0, 0
-    for i, s in enumerate(sizes):
-        acc += s
+@njit(cache=True)
+def _batch_ends(sizes, entries):
+    ends = np.empty(sizes.shape[0], dtype=np.int64)
+    k = 0
+    acc = 0
+    for i in range(sizes.shape[0]):
+        acc += sizes[i]
         if acc >= entries:
-            out.append((i0, i + 1))
-            i0, acc = i + 1, 0
-    if i0 < len(sizes):
-        out.append((i0, len(sizes)))
-    return out
+            ends[k] = i + 1
+            k += 1
+            acc = 0
+    if k == 0 or ends[k - 1] < sizes.shape[0]:
+        ends[k] = sizes.shape[0]
+        k += 1
+    return ends[:k]
+
+
+def _batches(sizes, entries):
+    """Consecutive ranges [i0, i1) whose items' ``sizes`` add up to about ``entries`` (compiled: 300 classes'
+    44,850 pairs took 9 ms as a Python loop)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.size == 0:
+        return []
+    ends = _batch_ends(sizes, int(entries)).tolist()
+    return list(zip([0] + ends[:-1], ends))
 
 
 def _run_batches(fn, batches, workers, stop):
@@ -699,21 +712,21 @@ def solve_pairs(
     with contextlib.nullcontext() if small else one_blas_thread():
         if lazy:  # a spread sample of pairs first, rows as visited
             if dear:
-                why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
+                why = _run_batches(classes, _batches(sizes_sq, BATCH_ENTRIES), workers, stop)
                 diag_done = True
             n_probes = max(1, min(LAZY_PROBES, len(pairs) // 3))
             probes = np.unique(np.linspace(0, len(pairs) - 1, n_probes).astype(np.int64))
             if why is None:
                 batches = [(q, q + 1) for q in range(probes.size)]
                 why = _run_batches(pairs_of(probes, True, not dear), batches, workers, stop)
-            rest = np.setdiff1d(rest, probes)
+            rest = rest[~np.isin(rest, probes, assume_unique=True)]  # (setdiff1d sorts: 5 ms at 44,850 pairs)
             lazy, own = lazy_plan(visits[probes], counts, pa[rest], pb[rest], dear)
             if lazy and own and cache_size is not None and rest.size:
                 workers = lazy_workers(visits[probes], n_pair[rest], cache_size, workers, cores())
         if why is None and not own and not diag_done:
-            why = _run_batches(classes, _batches(sizes_sq.tolist(), BATCH_ENTRIES), workers, stop)
+            why = _run_batches(classes, _batches(sizes_sq, BATCH_ENTRIES), workers, stop)
         if why is None and rest.size:
-            batches = _batches(work[rest].tolist(), BATCH_ENTRIES)
+            batches = _batches(work[rest], BATCH_ENTRIES)
             why = _run_batches(pairs_of(rest, lazy, own), batches, workers, stop)
     rows_flat = np.empty(int(aoff[-1]), dtype=np.int64)
     _pair_rows(order, cstart, pa, pb, aoff, False, rows_flat, np.empty(int(aoff[-1])))
