@@ -184,3 +184,22 @@ def _merge_order(rows, starts, sizes, n_first, perm):
                 perm[o] = j
                 j += 1
             o += 1
+
+
+@njit(cache=True)
+def mark_support(rows, alpha, is_sv):
+    """``is_sv[rows[t]] = True`` where ``alpha[t] > 0`` (the pairs' flat arrays, one pass)."""
+    for t in range(rows.shape[0]):
+        if alpha[t] > 0.0:
+            is_sv[rows[t]] = True
+
+
+@njit(cache=True)
+def scatter_dual(rows, pair, coef, alpha, y_idx, pa, pb, spos, dual):
+    """LIBSVM's ``dual_coef_`` layout from the pairs' flat arrays: a support vector of class a sits in row b-1 for
+    pair (a, b), of class b in row a; column ``spos[row]``."""
+    for t in range(rows.shape[0]):
+        if alpha[t] > 0.0:
+            r = rows[t]
+            p = pair[t]
+            dual[pb[p] - 1 if y_idx[r] == pa[p] else pa[p], spos[r]] = coef[t]
