@@ -162,6 +162,31 @@ def _shrink(act, m, na, U, alpha, G):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _setup(Da, Db, qd, lazy):
+    """``(QD, slots, store)`` of :func:`pair_smo` and :func:`pair_smo_nu`: the Gram matrix's diagonal (from the
+    class blocks unless ``qd`` gives it) and the row store's slots and rows, unpacked once (a call that takes the
+    whole ``lazy`` tuple pays two atomic reference counts per array in it, ~0.3 us, so :func:`fill_row` is called
+    only for a row not yet held); placeholders without ``lazy``."""
+    na = Da.shape[0]
+    nb = Db.shape[0]
+    if qd is None:
+        QD = np.empty(na + nb)
+        for t in range(na):
+            QD[t] = Da[t, t]
+        for t in range(nb):
+            QD[na + t] = Db[t, t]
+    else:
+        QD = qd
+    if lazy is not None:
+        lslot = lazy[0]
+        lstore = lazy[1]
+    else:
+        lslot = np.zeros(1, dtype=np.int64)
+        lstore = np.zeros((1, 1))
+    return QD, lslot, lstore
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore):
     """One SMO step of :func:`pair_smo` and :func:`pair_smo_nu` on the variables i and j (j's row computed into
     the store first with ``lazy``; i's is there): the clipped pair step (:func:`maxmargin.solvers.smo.pair_step`)
@@ -214,22 +239,7 @@ def pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy=None
     na = Da.shape[0]
     nb = Db.shape[0]
     n = na + nb
-    if qd is None:
-        QD = np.empty(n)
-        for t in range(na):
-            QD[t] = Da[t, t]
-        for t in range(nb):
-            QD[na + t] = Db[t, t]
-    else:
-        QD = qd
-    # the store's slots and rows, unpacked once: a call that takes the whole tuple pays two atomic reference
-    # counts per array in it (~0.3 us), so fill_row is called only for a row not yet held
-    if lazy is not None:
-        lslot = lazy[0]
-        lstore = lazy[1]
-    else:
-        lslot = np.zeros(1, dtype=np.int64)
-        lstore = np.zeros((1, 1))
+    QD, lslot, lstore = _setup(Da, Db, qd, lazy)
     act = np.arange(n)
     m = n
     period = min(n, 1000)
@@ -334,20 +344,7 @@ def pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter, lazy=None, qd=Non
     na = Da.shape[0]
     nb = Db.shape[0]
     n = na + nb
-    if qd is None:
-        QD = np.empty(n)
-        for t in range(na):
-            QD[t] = Da[t, t]
-        for t in range(nb):
-            QD[na + t] = Db[t, t]
-    else:
-        QD = qd
-    if lazy is not None:
-        lslot = lazy[0]
-        lstore = lazy[1]
-    else:
-        lslot = np.zeros(1, dtype=np.int64)
-        lstore = np.zeros((1, 1))
+    QD, lslot, lstore = _setup(Da, Db, qd, lazy)
     it = 0
     viol = 0.0
     while it < max_iter:
