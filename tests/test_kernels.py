@@ -245,6 +245,21 @@ def test_exp_is_within_one_ulp():
     assert np.all(np.abs(o - ref) <= np.spacing(ref))
 
 
+def test_tanh_is_within_three_ulp_and_odd():
+    rng = np.random.default_rng(1)
+    x = np.concatenate(
+        [rng.normal(size=4000) * s for s in (1e-300, 1e-12, 1e-4, 0.1, 0.35, 0.6, 1.0, 3.0, 12.0, 30.0, 1e6)]
+        + [[0.0, 19.0, 19.1, 354.0, 355.0, 1e300, np.inf, np.log(2) / 4, np.log(2) / 2, np.log(2)]]
+    )
+    x = np.concatenate([x, -x])
+    o = x.copy()
+    formulas.tanh_vec(o, np.empty_like(o))
+    ref = np.tanh(x)
+    assert np.all(np.abs(o - ref) <= 3 * np.spacing(np.abs(ref)) + 1e-320)
+    np.testing.assert_array_equal(o[: x.size // 2], -o[x.size // 2 :])
+    assert np.all(np.abs(o[np.abs(x) >= 19.1]) == 1.0)
+
+
 # ----------------------------------------------------------- dense against sparse
 def _two_views(n=120, d=12, seed=3):
     rng = np.random.default_rng(seed)
