@@ -49,6 +49,23 @@ def test_interior_point_matches_the_reference_qp(case):
     assert np.all(a >= 0) and np.all(a <= U)
 
 
+@pytest.mark.parametrize("seed, n, d, C", [(4, 300, 4, 1e3), (1, 300, 4, 1e5), (3, 600, 6, 1e5)])
+def test_large_C_keeps_the_interior_points_start(seed, n, d, C):
+    """Large C on weighted overlapping rows, where the factor of I + V'E^-1 V failed near the end before the
+    proximal term (ipm.REG) and SMO ran from zero: the interior point gives a start, SMO finishes it in a few
+    hundred steps, and the objective is the reference QP's."""
+    X, y = make_classification(n, d, n_informative=4, n_redundant=0, flip_y=0.1, random_state=seed)
+    X, y = StandardScaler().fit_transform(X), np.where(y > 0, 1.0, -1.0)
+    U = C * np.random.default_rng(seed).uniform(0.5, 2.0, n)
+    V = y[:, None] * X
+    a, steps = ipm.interior_point(V, y, -np.ones(n), U, np.zeros(n), 0.0)
+    assert a is not None
+    fit = F.fit_binary(X, y, U, make_kernel("linear", X=X), "l1", "ipm")
+    assert fit.extra["newton_steps"] == steps and fit.n_iter - steps < 1000
+    _, ref = qp_reference(V @ V.T, -np.ones(n), y, U)
+    assert fit.objective == pytest.approx(ref, rel=1e-7)
+
+
 @pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
 def test_svc_by_ipm_equals_smo_and_libsvm(C):
     """SVC(kernel='linear', solver='ipm'): the objective of SMO run to a tight tolerance, the KKT conditions
@@ -90,13 +107,29 @@ def test_auto_takes_the_interior_point_for_linear_kernels_on_few_features():
     assert F.fit_binary(wide, y, 1.0, make_kernel("linear", X=wide), "l1", "auto").solver != "ipm"
 
 
-def test_multiclass_and_sparse_and_weights_through_auto():
+@pytest.mark.parametrize("workers", [1, 2])
+def test_multiclass_and_sparse_and_weights_through_auto(workers, monkeypatch):
     """Multi-class one-vs-one pairs of at least MIN_PAIR_ROWS rows take the interior point under 'auto' (not the
-    compiled SMO route); CSR input and sample weights give the dense fit's model; LIBSVM agrees."""
+    compiled SMO route), on one core or two (with two, one worker's compiled route once took them: 3 classes of
+    2,000 rows, 10 features, 30x the time); CSR input and sample weights give the dense fit's model; LIBSVM
+    agrees."""
+    import maxmargin.svm as svm_module
+    from maxmargin.solvers import ovo
+
+    compiled = []
+    solve_pairs = ovo.solve_pairs
+    monkeypatch.setattr(svm_module, "cores", lambda: workers)
+    monkeypatch.setattr(
+        ovo,
+        "solve_pairs",
+        lambda bd, y, C, pairs, **kw: compiled.append(len(pairs)) or solve_pairs(bd, y, C, pairs, **kw),
+    )
     X, y = make_classification(3600, 6, n_informative=4, n_classes=3, flip_y=0.1, random_state=5)
     X = StandardScaler().fit_transform(X)
     w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
     fit = maxmargin.SVC(kernel="linear", C=5.0).fit(X, y, sample_weight=w)
+    assert compiled == []
+    assert np.all(fit.n_iter_ < 2000)  # SMO alone: 10^4-10^5 steps a pair
     ref = SkSVC(kernel="linear", C=5.0, tol=1e-6).fit(X, y, sample_weight=w)
     assert np.mean(fit.predict(X) == ref.predict(X)) >= 0.995
     np.testing.assert_allclose(fit.intercept_, ref.intercept_, atol=5e-3)

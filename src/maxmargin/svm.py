@@ -730,10 +730,14 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             else np.fromiter((rows.shape[0] for rows, _ in members), dtype=np.float64, count=len(members))
         )
         eligible = ovo.pair_fits(sizes, self.cache_size, workers)  # elementwise over the pairs' sizes
-        if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_PAIR_ROWS):
-            # the linear kernel on few features: pairs of MIN_PAIR_ROWS rows and more go through the registry,
-            # whose 'auto' takes the interior point for them (solvers/ipm.py)
-            eligible &= sizes < ipm.MIN_PAIR_ROWS
+        # the linear kernel on few features: pairs of MIN_PAIR_ROWS rows and more go through the registry, whose
+        # 'auto' takes the interior point for them (solvers/ipm.py); on one worker as on several
+        small = (
+            sizes < ipm.MIN_PAIR_ROWS
+            if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_PAIR_ROWS)
+            else np.ones(sizes.shape[0], dtype=bool)
+        )
+        eligible &= small
         # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them;
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
         k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))
@@ -751,7 +755,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             # to one worker here: 4 classes of 2,000 rows, 8 x 4,000^2 bytes a pair: 0.050 s against 0.020 s.
             # Not for some of the pairs only: those ran on one core while the other waited (5 overlapping
             # classes of 2,400 rows: 1.13x the time pair by pair)
-            alone = ovo.plan(counts, pairs, ovo.pair_fits(sizes, self.cache_size, 1), self.cache_size, 1)
+            alone = ovo.plan(counts, pairs, ovo.pair_fits(sizes, self.cache_size, 1) & small, self.cache_size, 1)
             if alone.all():
                 self._ovo_workers = 1
                 return alone
