@@ -108,6 +108,19 @@ def _cases():
         case("linear", f"linear kernel, noisy 4,000 x 20, C={C:g}", "SVC", {"kernel": "linear", "C": C}, Xl, yl)
     Xl3, yl3 = _classification(6000, 10, n_classes=3, flip_y=0.1)
     case("linear", "linear kernel, 3 classes 6,000 x 10, C=1", "SVC", {"kernel": "linear"}, Xl3, yl3)
+    # large C on weighted rows: the interior point's factor failed near the end before session 30 (SMO from zero)
+    Xw3, yw3 = _classification(3600, 6, seed=5, n_classes=3, flip_y=0.1)
+    Xw3 = StandardScaler().fit_transform(Xw3)
+    sw3 = np.random.default_rng(1).uniform(0.5, 2.0, Xw3.shape[0])
+    case(
+        "linear",
+        "linear kernel, 3 weighted classes 3,600 x 6, C=100",
+        "SVC",
+        {"kernel": "linear", "C": 100.0},
+        Xw3,
+        yw3,
+        fit_kw={"sample_weight": sw3},
+    )
     Xlr, ylr = make_regression(4000, 10, noise=20.0, random_state=2)
     case("linear", "linear-kernel SVR 4,000 x 10, C=10", "SVR", {"kernel": "linear", "C": 10.0}, Xlr / 50, ylr / 50)
     # many classes of few rows each (face identification: 300 people, 10 embeddings each); predict on every row
