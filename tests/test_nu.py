@@ -410,6 +410,34 @@ def test_compiled_nu_pairs_without_a_margin_name_the_problem():
         NuSVC(nu=0.5).fit(X, y)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_margin_within_tol_is_never_silent(n_classes):
+    """Two classes drawn from one distribution (linear kernel, nu = 0.3): their reduced hulls overlap and r is the
+    solver's rounding, ~0 of either sign.  The fit raises (r <= 0) or warns (0 < r <= tol), by the registry (two
+    classes) or the compiled route (a third class far away); it never returns that model silently.  Separated
+    classes fit without a word."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 5))
+    y = np.arange(600) % 2
+    if n_classes == 3:
+        X = np.vstack([X, rng.normal(size=(300, 5)) + 8.0])
+        y = np.concatenate([y, np.full(300, 2)])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            fit = NuSVC(kernel="linear", nu=0.3).fit(X, y)
+        except ValueError as error:
+            assert "found no margin" in str(error)
+        else:
+            assert fit.classes_.shape[0] == n_classes
+            assert any(
+                "nu-SVC's margin r =" in str(w.message) and "between classes 0 and 1" in str(w.message) for w in seen
+            )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        NuSVC(kernel="linear", nu=0.3).fit(X + 3.0 * y[:, None], y)
+
+
 @pytest.mark.parametrize("Est,kw", [(SVC, {}), (NuSVC, {"nu": 0.05})])
 def test_compiled_pairs_stopped_by_max_iter_warn(Est, kw):
     """The compiled one-vs-one route (ovo.solve_pairs) reports a pair that ran into max_iter as not converged, as
