@@ -1853,24 +1853,28 @@ class NuSVC(BaseSVMClassifier):
         return np.array([1.0 / f.extra["r"] if f.extra.get("r", 0) > 0 else 1.0 for f in fits])
 
     def _check_fits(self, fits, pairs):
-        """Warn where a pair's margin r is within ``tol`` (r <= 0 raised already): its classes' reduced convex hulls
-        (nearly) overlap, the sign of r is the solver's rounding, and the C-SVC model with C = 1/r changes with
-        ``tol`` (4,000 noisy rows, 20 features, nu <= 0.5: r from 1e-5 at tol 1e-3 to 1e-8 at tol 1e-6, C from 1e5
-        to 1e8; LIBSVM returns such models without a word)."""
+        """Warn where a pair's margin r is within the KKT violation its solver stopped at (r <= 0 raised already):
+        r is the free multipliers' offset, known to about that violation, so its sign is the solver's rounding.
+        The classes' reduced convex hulls (nearly) overlap and the C-SVC model with C = 1/r changes with ``tol``
+        (4,000 noisy rows, 20 features, nu <= 0.5: r from 1e-5 at tol 1e-3 to 1e-8 at tol 1e-6, C from 1e5 to
+        1e8; LIBSVM returns such models without a word).  Relative to the violation, not to ``tol``: kernel
+        values of 1e-200 give a well-determined r of that size."""
         arrays = getattr(fits, "arrays", None)
-        r = (
-            np.asarray(arrays["r"], dtype=np.float64)
-            if arrays is not None and arrays.get("r") is not None
-            else np.array([f.extra.get("r", np.inf) for f in fits], dtype=np.float64)
-        )
-        small = np.flatnonzero(r <= self.tol)
+        if arrays is not None and arrays.get("r") is not None:
+            r = np.asarray(arrays["r"], dtype=np.float64)
+            violation = np.asarray(arrays["violation"], dtype=np.float64)
+        else:
+            r = np.array([f.extra.get("r", np.inf) for f in fits], dtype=np.float64)
+            violation = np.array([f.violation for f in fits], dtype=np.float64)
+        small = np.flatnonzero(r <= violation)
         if small.size:
             p = int(small[np.argmin(r[small])])
             ca, cb = (
                 c.item() if hasattr(c, "item") else c for c in (self.classes_[pairs[p][0]], self.classes_[pairs[p][1]])
             )
             warnings.warn(
-                f"nu-SVC's margin r = {r[p]:.3g} between classes {ca!r} and {cb!r} is within tol={self.tol:g}"
+                f"nu-SVC's margin r = {r[p]:.3g} between classes {ca!r} and {cb!r} is within the solver's KKT "
+                f"violation {violation[p]:.3g}"
                 + (f" ({small.size} pairs of classes)" if small.size > 1 else "")
                 + ": their reduced convex hulls (nearly) overlap, so the model (the C-SVC with C = 1/r) is "
                 "ill-determined and changes with tol. A larger nu, or C-SVC (SVC), gives a well-determined model",
