@@ -163,3 +163,64 @@ def test_ipm_needs_the_linear_kernel():
     X, y = noisy(n=60, d=4)
     with pytest.raises(ValueError, match="linear kernel only"):
         maxmargin.SVC(kernel="rbf", solver="ipm").fit(X, y)
+
+
+# ----------------------------------------------------------- the polynomial kernel through its explicit features
+@pytest.mark.parametrize(
+    "gamma, coef0, degree", [(0.3, 0.0, 2), (0.3, 1.5, 2), (0.2, 0.7, 3), (1.0, 0.0, 1), (0.5, 2.0, 4)]
+)
+def test_feature_map_gives_the_polynomial_kernel(gamma, coef0, degree):
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    kern = make_kernel("poly", gamma=gamma, coef0=coef0, degree=degree)
+    Phi = ipm.feature_map(X, kern)
+    assert Phi.shape == (40, ipm.feature_dimension(kern, 5))
+    np.testing.assert_allclose(Phi @ Phi.T, kern(X, X), rtol=1e-12, atol=1e-10)
+    np.testing.assert_array_equal(ipm.feature_map(sp.csr_matrix(X), kern), Phi)
+
+
+@pytest.mark.parametrize("coef0, C", [(0.0, 100.0), (1.0, 10.0)])
+def test_poly_svc_by_ipm_equals_the_reference_qp_and_libsvm(coef0, C):
+    """SVC(kernel='poly', degree=2, solver='ipm'): the Newton steps on the explicit features, then SMO on the
+    kernel's own rows: the reference QP's objective, LIBSVM's decision values."""
+    X, y = noisy(n=400, d=5)
+    kw = dict(kernel="poly", degree=2, gamma=0.2, coef0=coef0, C=C)
+    fit = F.fit_binary(X, y, C, make_kernel("poly", degree=2, gamma=0.2, coef0=coef0), "l1", "ipm")
+    assert fit.solver == "ipm" and fit.extra["newton_steps"] > 0 and fit.converged
+    Q = y[:, None] * y[None, :] * make_kernel("poly", degree=2, gamma=0.2, coef0=coef0)(X, X)
+    _, ref = qp_reference(Q, -np.ones(len(y)), y, np.full(len(y), C))
+    assert fit.objective == pytest.approx(ref, rel=1e-6)
+    model = maxmargin.SVC(solver="ipm", **kw).fit(X, y)
+    sk = SkSVC(tol=1e-6, **kw).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), sk.decision_function(X), atol=5e-3)
+
+
+def test_auto_takes_the_interior_point_for_hard_poly_problems_only():
+    """solver='auto' with the polynomial kernel: the solver it would take first, within POLY_FIRST_PER_D2 * D^2
+    steps; a hard problem (large C on overlapping classes) then goes to the Newton steps, an easy one keeps its
+    solution; SVR likewise.  Kernels without a small feature map never do."""
+    X, y = noisy(n=ipm.MIN_VARIABLES + 500, d=4)
+    hard = F.fit_binary(X, y, 1000.0, make_kernel("poly", degree=2, gamma=0.25), "l1", "auto")
+    assert hard.solver == "ipm" and hard.extra["newton_steps"] > 0
+    D = ipm.feature_dimension(make_kernel("poly", degree=2, gamma=0.25), 4)
+    assert hard.extra["smo_budget_steps"] == max(ipm.SMO_FIRST_MIN, ipm.POLY_FIRST_PER_D2 * D * D)
+    ref = SkSVC(kernel="poly", degree=2, gamma=0.25, C=1000.0, tol=1e-6).fit(X, y)
+    model = maxmargin.SVC(kernel="poly", degree=2, gamma=0.25, C=1000.0).fit(X, y)
+    assert np.mean(model.predict(X) == ref.predict(X)) >= 0.995
+    Xc, yc = noisy(n=ipm.MIN_VARIABLES + 500, d=4, flip=0.0)
+    far = Xc + 3.0 * yc[:, None]  # well separated (coef0 > 0: x and -x differ), SMO converges within the budget
+    easy = F.fit_binary(far, yc, 1000.0, make_kernel("poly", degree=2, gamma=0.25, coef0=1.0), "l1", "auto")
+    assert "newton_steps" not in easy.extra and easy.converged
+    assert not ipm.pays_poly(X, make_kernel("poly", degree=2, gamma=0.25, coef0=-1.0), X.shape[0])
+    assert not ipm.pays_poly(np.hstack([X] * 10), make_kernel("poly", degree=3, gamma=0.25), X.shape[0])
+    z = X @ np.arange(1.0, 5.0) + np.random.default_rng(0).normal(size=X.shape[0])
+    svr = maxmargin.SVR(kernel="poly", degree=2, gamma=0.25, C=1000.0, epsilon=0.5).fit(X, z)
+    sk_svr = SkSVR(kernel="poly", degree=2, gamma=0.25, C=1000.0, epsilon=0.5, tol=1e-6).fit(X, z)
+    np.testing.assert_allclose(svr.predict(X), sk_svr.predict(X), atol=1e-2 * np.abs(z).max())
+
+
+def test_ipm_refuses_kernels_without_a_small_feature_map():
+    X, y = noisy(n=60, d=30)
+    with pytest.raises(ValueError, match="coef0 >= 0"):
+        maxmargin.SVC(kernel="poly", coef0=-1.0, solver="ipm").fit(X, y)
+    with pytest.raises(ValueError, match="at most 256 explicit features"):
+        maxmargin.SVC(kernel="poly", degree=3, solver="ipm").fit(X, y)

@@ -1865,7 +1865,9 @@ class NuSVC(BaseSVMClassifier):
             violation = np.asarray(arrays["violation"], dtype=np.float64)
         else:
             r = np.array([f.extra.get("r", np.inf) for f in fits], dtype=np.float64)
-            violation = np.array([f.violation for f in fits], dtype=np.float64)
+            # (SMO's nu-variant measures the violation of the nu-dual's KKT conditions; the QP's and the other
+            # solvers' reports are not comparable with r: no warning for them)
+            violation = np.array([f.violation if f.solver in ("smo", "batched") else 0.0 for f in fits])
         small = np.flatnonzero(r <= violation)
         if small.size:
             p = int(small[np.argmin(r[small])])

@@ -276,7 +276,9 @@ def check_solver(name, solver, kernel=None):
         if solver not in known:
             raise ValueError(f"solver must be one of {known}, got {solver!r}; for {name!r}: {ok}")
         raise ValueError(f"formulation={name!r} cannot be solved by solver={solver!r}; it can by {ok}")
-    if kernel is not None and solver != "auto" and registry.spec(solver).linear_only and not _is_linear(kernel):
+    spec = registry.spec(solver) if solver != "auto" else None
+    poly_too = spec is not None and spec.has("poly-kernel") and getattr(kernel, "name", kernel) == "poly"
+    if kernel is not None and spec is not None and spec.linear_only and not _is_linear(kernel) and not poly_too:
         raise ValueError(
             f"solver={solver!r} works in the explicit feature space of the linear kernel only; "
             f"got kernel {getattr(kernel, 'name', kernel)!r}. Use kernel='linear', or a dual solver "
@@ -310,6 +312,10 @@ def fit(name, X, y, C, kernel, solver="auto", rows=None, **options):
         if solver in ("smo", "batched") and "dual" in form.problems and ipm.pays(X, kernel, form.n_var(data)):
             # the linear kernel on few features: SMO within a budget, then the interior point (solvers/ipm.py)
             solver, defaults = "ipm", {**defaults, "smo_first": True}
+        elif solver in ("smo", "batched") and "dual" in form.problems and ipm.pays_poly(X, kernel, form.n_var(data)):
+            # the polynomial kernel on few explicit features: the solver 'auto' took, within a budget, then the
+            # interior point on those features
+            solver, defaults = "ipm", {**defaults, "smo_first": True, "first_solver": solver}
         options = {**defaults, **options}
         check_solver(name, solver, kernel)
     spec = registry.spec(solver)

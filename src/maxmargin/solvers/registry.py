@@ -17,7 +17,8 @@ Each solver module declares, next to its ``solve(problem, **options) -> Solution
     strict subset of X's rows is gathered for it once (``X[rows]``, as LIBSVM does per
     one-vs-one pair); the others read the rows through the problem's ``index``;
     ``'linear-kernel'``: it takes a dual of the linear kernel only (the interior point, which works on
-    the features themselves).
+    the features themselves); ``'poly-kernel'``: with that, the polynomial kernel too (through its explicit
+    features: the interior point).
 
 A formulation (:mod:`maxmargin.formulations`) says which kinds of problem it can be
 posed as; a (formulation, solver) pair is valid when they share a kind.  Nothing
@@ -42,7 +43,7 @@ PROBLEM_KINDS = {
     "zero-one": "maxmargin.solvers.primal.PrimalProblem with the 0/1 error (linear kernel)",
 }
 #: the traits a solver may declare (see the module docstring)
-KNOWN_TRAITS = ("iterative", "libsvm-rho", "gathered-rows", "linear-kernel")
+KNOWN_TRAITS = ("iterative", "libsvm-rho", "gathered-rows", "linear-kernel", "poly-kernel")
 #: the kinds that live in the explicit feature space of the linear kernel
 PRIMAL_KINDS = ("primal-qp", "hinge", "zero-one")
 #: options every solver accepts (each reads those that mean something to it, per its OPTIONS)
