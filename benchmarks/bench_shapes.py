@@ -67,6 +67,13 @@ def _cases():
     case("kernels", "sigmoid", "SVC", {"kernel": "sigmoid", "gamma": 0.01}, Xs, y)
     Xp, yp = _classification(3000, 200, flip_y=0.05)
     case("kernels", "poly degree 4", "SVC", {"kernel": "poly", "degree": 4, "coef0": 1.0}, Xp, yp)
+    # the polynomial kernel of degree 2 on few features, large C: a low-rank problem SMO needs ~1M steps for (the
+    # interior point on its explicit features since session 30: solvers/ipm.py)
+    Xq, yq = _classification(8000, 20, flip_y=0.1)
+    Xq = StandardScaler().fit_transform(Xq)
+    case("kernels", "poly degree 2, 8,000 x 20, C=100", "SVC", {"kernel": "poly", "degree": 2, "C": 100.0}, Xq, yq)
+    zq = Xq[:, :5].sum(axis=1) + np.random.default_rng(2).normal(size=Xq.shape[0])
+    case("kernels", "poly degree 2 SVR, 8,000 x 20, C=10", "SVR", {"kernel": "poly", "degree": 2, "C": 10.0}, Xq, zq)
     Xb, yb = make_blobs(5000, 20, centers=50, cluster_std=4.0, random_state=0)
     case("classes", "50 classes (predict 20,000 rows)", "SVC", {}, Xb, yb, Xte=np.vstack([Xb] * 4))
     Xe, ye = make_blobs(6000, 20, centers=8, cluster_std=4.0, random_state=1)
