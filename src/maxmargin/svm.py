@@ -1868,7 +1868,7 @@ class NuSVC(BaseSVMClassifier):
             # (SMO's nu-variant measures the violation of the nu-dual's KKT conditions; the QP's and the other
             # solvers' reports are not comparable with r: no warning for them)
             violation = np.array([f.violation if f.solver in ("smo", "batched") else 0.0 for f in fits])
-        small = np.flatnonzero(r <= violation)
+        small = np.flatnonzero(np.isfinite(r) & (r <= violation))  # (a fit without r: none)
         if small.size:
             p = int(small[np.argmin(r[small])])
             ca, cb = (
