@@ -144,6 +144,34 @@ def test_precomputed_equals_named_kernel(rng):
     assert np.allclose(named.decision_function(Xt), call.decision_function(Xt), atol=1e-10)
 
 
+def test_precomputed_binary_predict_on_many_rows(rng):
+    """Two classes, a precomputed kernel block past ``SMALL_BLOCK_VALUES``: the decision values are one product over
+    whole kernel rows (zero off the support vectors); they equal the support vectors' columns times the
+    coefficients, for dense and sparse blocks, and the labels equal LIBSVM's.  A large array with a NaN, or the
+    wrong width, is refused by name."""
+    from maxmargin import svm as svm_mod
+
+    X, y = _data(rng, n=300)
+    kern = make_kernel("rbf", gamma=0.5)
+    K = kern(X, X)
+    Xt = rng.normal(size=(1200, X.shape[1]))
+    Kt = kern(Xt, X)
+    clf = SVC(kernel="precomputed", C=2.0, tol=1e-6).fit(K, y)
+    assert Kt.shape[0] * clf.support_.size > svm_mod.SMALL_BLOCK_VALUES
+    assert clf.support_.size < X.shape[0]  # coefficients of 0 off the support vectors matter
+    manual = Kt[:, clf.support_] @ clf.dual_coef_[0] + clf.intercept_[0]
+    np.testing.assert_allclose(clf.decision_function(Kt), manual, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(clf.decision_function(sp.csr_matrix(Kt)), manual, rtol=1e-12, atol=1e-12)
+    ref = SkSVC(kernel="precomputed", C=2.0, tol=1e-6).fit(K, y)
+    assert np.mean(clf.predict(Kt) == ref.predict(Kt)) >= 0.995
+    bad = Kt.copy()
+    bad[700, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(bad)
+    with pytest.raises(ValueError, match="column"):
+        clf.predict(Kt[:, :-1])
+
+
 def test_decision_function_recomputed_from_attributes(rng):
     X, y = load_iris(return_X_y=True)
     clf = SVC(kernel="rbf", gamma=0.5, C=3).fit(X, y)
@@ -297,7 +325,7 @@ def test_bad_data():
 
 
 def test_small_float64_rows_skip_validation_with_the_same_results(rng):
-    """A small C-ordered float64 array skips validate_data at predict time (svm._ready_rows): the same values as
+    """A C-ordered float64 array skips validate_data at predict time (svm._ready_rows): the same values as
     the validated route (lists, float32, Fortran order, many rows), and every other input keeps its checks."""
     import warnings
 

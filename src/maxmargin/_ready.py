@@ -34,7 +34,7 @@ def _all_finite(a):
     return s == 0.0
 
 
-def _finite_sum(a):
+def all_finite(a):
     """Whether every value of the C-contiguous float array ``a`` is finite."""
     return bool(_all_finite(a.reshape(-1)))
 
@@ -44,10 +44,10 @@ def ready_x(est, X, dtypes, large_sparse=True):
     accept_large_sparse=large_sparse)`` would return it unchanged (``est`` then holds ``n_features_in_`` as that
     call leaves it); None where that call must decide."""
     if type(X) is np.ndarray:
-        if X.ndim != 2 or X.dtype not in dtypes or not X.flags.c_contiguous or not _finite_sum(X):
+        if X.ndim != 2 or X.dtype not in dtypes or not X.flags.c_contiguous or not all_finite(X):
             return None
     elif sp.issparse(X) and X.format == "csr":
-        if len(X.shape) != 2 or X.dtype not in dtypes or not _finite_sum(X.data):
+        if len(X.shape) != 2 or X.dtype not in dtypes or not all_finite(X.data):
             return None
         if not large_sparse and (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32):
             return None
@@ -69,7 +69,7 @@ def ready_xy(est, X, y, dtypes, large_sparse=True):
         or y.ndim != 1
         or y.dtype.kind not in _NUMERIC_KINDS
         or y.shape[0] != getattr(X, "shape", (-1,))[0]
-        or (y.dtype.kind == "f" and (y.dtype not in _FLOATS or not _finite_sum(y)))
+        or (y.dtype.kind == "f" and (y.dtype not in _FLOATS or not all_finite(y)))
     ):
         return None
     # validate_data sets the attributes before it looks at y; here y is checked first, so that a refused

@@ -45,7 +45,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import dedup, formulations, labels, probability, scaleout, votes
-from ._ready import ready_x, ready_xy
+from ._ready import all_finite, ready_x, ready_xy
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
@@ -188,25 +188,23 @@ SMALL_BLOCK_VALUES = 1 << 16
 #: the dtype the kernel estimators train on
 _FLOAT64 = (np.float64,)
 
-#: a C-ordered float64 array of at most this many values skips validate_data at predict time (_ready_rows)
-READY_MAX_VALUES = 1 << 16
-
 
 def _ready_rows(X, est):
-    """Whether ``X`` passes predict-time validation as it is: a small C-ordered float64 NumPy array of
-    ``est``'s width, every value finite, ``est`` fitted on dense data without feature names (nothing for
-    validate_data to check or convert; its generic checks took 120 of the 230 us a one-row ``predict``
-    cost).  Anything else goes through validate_data, whose messages name the problem."""
+    """Whether ``X`` passes predict-time validation as it is: a C-ordered float64 NumPy array of ``est``'s
+    width, every value finite, ``est`` fitted on dense data without feature names (nothing for validate_data to
+    check or convert; its generic checks took 120 of the 230 us a one-row ``predict`` cost, and its finite check
+    4.4 ms of a 3,000 x 3,000 precomputed kernel's 15 ms, against 1.6 ms compiled).  Anything else goes through
+    validate_data, whose messages name the problem."""
     return (
         type(X) is np.ndarray
         and X.dtype == np.float64
         and X.ndim == 2
         and X.flags.c_contiguous
-        and 0 < X.size <= READY_MAX_VALUES
+        and X.size > 0
         and X.shape[1] == getattr(est, "n_features_in_", -1)
         and not hasattr(est, "feature_names_in_")
         and not getattr(est, "_sparse", False)
-        and bool(np.isfinite(X).all())
+        and all_finite(X)
     )
 
 
@@ -1309,6 +1307,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
         small = n * self.support_.shape[0] <= SMALL_BLOCK_VALUES
+        if n_classes == 2 and self.kernel == "precomputed" and not small:
+            # one matrix-vector product over the whole kernel row (coefficient 0 off the support vectors), not
+            # a copy of the support vectors' columns first: 3,000 x 3,000, 1,417 support vectors: 9.6 -> 3.4 ms
+            coef = np.zeros(X.shape[1])
+            coef[self.support_] = self.dual_coef_[0]
+            out[:, 0] = np.asarray(X @ coef).reshape(n) + self.intercept_[0]
+            return out
         if n_classes == 2 and self.support_.shape[0] and self.kernel != "precomputed" and not small:
             # no kernel block stored: the fused loop of the gradient rebuild where it applies
             decision = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0], fused_dense=FUSED_DENSE_PREDICT)
