@@ -477,3 +477,55 @@ def test_batches_are_consecutive_ranges_of_about_the_entries():
         assert _batches(sizes, entries) == loop(sizes.tolist(), entries)
     assert _batches([5, 5, 5], 10) == [(0, 2), (2, 3)]
     assert _batches([], 10) == []
+
+
+@pytest.mark.parametrize("sizes", [(10, 10), (3, 40), (64, 64)])
+def test_a_small_pairs_whole_gram_matrix_takes_the_same_steps(sizes):
+    """Pairs of at most ``FULL_MAX_ROWS`` rows run SMO on their whole Gram matrix (``pair_smo.whole_gram``) instead
+    of the class blocks: the same steps bit for bit, for the C-SVC's SMO, the nu-variant's and a probability
+    fold's; and the route is taken (:func:`ovo.solve_pairs` on such pairs gives the same model as the blocks)."""
+    from maxmargin.solvers.ovo_folds import one_fold
+    from maxmargin.solvers.pair_smo import FULL_MAX_ROWS, nu_gradient, pair_smo, pair_smo_nu, whole_gram
+
+    na, nb = sizes
+    n = na + nb
+    assert n <= FULL_MAX_ROWS
+    rng = np.random.default_rng(n)
+    X = np.vstack([rng.normal(size=(na, 5)), rng.normal(size=(nb, 5)) + 0.8])
+    K = make_kernel("rbf", gamma=0.3)(X, X)
+    Da, Db = np.ascontiguousarray(K[:na, :na]), np.ascontiguousarray(K[na:, na:])
+    off = np.ascontiguousarray(K[:na, na:])
+    offT = np.ascontiguousarray(off.T)
+    full = np.empty((n, n))
+    whole_gram(Da, Db, off, full)
+    np.testing.assert_array_equal(full, K)
+    U = rng.uniform(0.5, 3.0, n)
+    runs = []
+    for whole in (None, full):
+        alpha, G = np.zeros(n), -np.ones(n)
+        it = pair_smo(Da, Db, off, offT, U, alpha, G, 1e-6, 100_000, True, None, None, whole)
+        runs.append((it, alpha, G))
+    assert runs[0][0] == runs[1][0] > 0
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])
+    alpha_fit = runs[0][1]
+    nus = []
+    for whole in (None, full):
+        alpha = np.zeros(n)
+        alpha[:2] = alpha[na : na + 2] = 0.4
+        G = np.zeros(n)
+        nu_gradient(Da, Db, off, offT, alpha, G)
+        it, viol = pair_smo_nu(Da, Db, off, offT, U, alpha, G, 1e-6, 100_000, None, None, whole)
+        nus.append((it, viol, alpha, G))
+    assert nus[0][:2] == nus[1][:2] and nus[0][0] > 0
+    np.testing.assert_array_equal(nus[0][2], nus[1][2])
+    np.testing.assert_array_equal(nus[0][3], nus[1][3])
+    fold = np.arange(n) % 5
+    decs = []
+    for whole in (None, full):
+        dec = np.zeros(n)
+        it = one_fold(Da, Db, off, offT, U, alpha_fit, fold, 2, 1e-5, 100_000, True, dec, None, None, whole)
+        decs.append((it, dec))
+    assert decs[0][0] == decs[1][0]
+    np.testing.assert_array_equal(decs[0][1], decs[1][1])
+    assert np.any(decs[0][1] != 0)

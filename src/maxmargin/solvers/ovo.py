@@ -40,7 +40,7 @@ from .._threads import cores, one_blas_thread
 from ..kernels.blocks import DENSE, GRAM, NARROW, SPARSE, block, block_by_columns, columns_of
 from ..probability import _sigmoid_train
 from .ovo_folds import one_fold
-from .pair_smo import _violation, nu_gradient, pair_smo, pair_smo_nu, self_kernels
+from .pair_smo import FULL_MAX_ROWS, _violation, nu_gradient, pair_smo, pair_smo_nu, self_kernels, whole_gram
 from .smo import compute_rho, compute_rho_nu
 
 #: a batch holds pairs up to this many Gram entries in all (a few tens of ms of work)
@@ -205,6 +205,7 @@ def _solve_pairs(
             big = max(big, aoff[plist[q] + 1] - aoff[plist[q]])
         store = np.empty(big * big)
         scratch = np.empty(big)
+    wholes = np.empty(0 if lazy else FULL_MAX_ROWS * FULL_MAX_ROWS)  # small pairs' whole Gram matrices
     for q in range(p0, p1):
         p = plist[q]
         a = pa[p]
@@ -243,6 +244,10 @@ def _solve_pairs(
             off = np.empty((na, nb))
             block(bd, ra, rb, off)
             offT = np.ascontiguousarray(off.T)
+        small = not lazy and n <= FULL_MAX_ROWS  # SMO on the whole Gram matrix (pair_smo.whole_gram)
+        full = wholes[: n * n].reshape((n, n)) if small else wholes[:0].reshape((0, 0))
+        if small:
+            whole_gram(Da, Db, off, full)
         y = np.empty(n)
         U = np.empty(n)
         for i in range(n):
@@ -299,7 +304,12 @@ def _solve_pairs(
                 it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lz, qd)
         elif nu > 0.0:
             nu_gradient(Da, Db, off, offT, alpha, G)
-            it, viol_nu = pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter)
+            if small:
+                it, viol_nu = pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter, None, None, full)
+            else:
+                it, viol_nu = pair_smo_nu(Da, Db, off, offT, U, alpha, G, tol, max_iter)
+        elif small:
+            it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, None, None, full)
         else:
             it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking)
         if nu > 0.0:
@@ -337,6 +347,10 @@ def _solve_pairs(
                 fold_its += one_fold(
                     Da, Db, off, offT, U, alpha, fo, f, fold_tol, max_iter, shrinking, cv_out[o : o + n], lz, qd
                 )
+            elif small:
+                dec = cv_out[o : o + n]
+                its = one_fold(Da, Db, off, offT, U, alpha, fo, f, fold_tol, max_iter, shrinking, dec, None, None, full)
+                fold_its += its
             else:
                 fold_its += one_fold(
                     Da, Db, off, offT, U, alpha, fo, f, fold_tol, max_iter, shrinking, cv_out[o : o + n]

@@ -60,7 +60,9 @@ def _restore_equality(alpha, na):
 
 
 @njit(cache=True, nogil=True)
-def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shrinking, dec, lazy=None, qd=None):
+def one_fold(
+    Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shrinking, dec, lazy=None, qd=None, full=None
+):
     """Fold ``f`` of one pair (rows ``fold != f`` train, ``fold == f`` are held out); the held-out
     decision values go to ``dec`` (pair order).  Returns the SMO steps.
 
@@ -69,7 +71,8 @@ def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shri
     stopping test); its gradient is kept up to date like every other, and
     :math:`y_t(G_t + 1) - \rho` is its decision value.  With ``lazy`` (the pair's row store,
     :func:`maxmargin.solvers.pair_smo.fill_row`, and ``qd`` its diagonal) the fold reads the rows the pair's
-    solve and the earlier folds computed, and computes those it visits first."""
+    solve and the earlier folds computed, and computes those it visits first; with ``full`` (a small pair's whole Gram
+    matrix, :func:`maxmargin.solvers.pair_smo.whole_gram`) SMO reads that."""
     na = Da.shape[0]
     nb = Db.shape[0]
     n = na + nb
@@ -123,7 +126,7 @@ def one_fold(Da, Db, off, offT, U_pair, alpha_pair, fold, f, tol, max_iter, shri
                 G[r] -= a * La[r]
             for r in range(nb):
                 G[na + r] += a * Lb[r]
-    it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy, qd)
+    it = pair_smo(Da, Db, off, offT, U, alpha, G, tol, max_iter, shrinking, lazy, qd, full)
     # LIBSVM's offset over the training rows (a held-out row, at alpha = 0 = U, would count as bounded)
     yt = np.empty(ma + mb)
     Gt = np.empty(ma + mb)
