@@ -77,11 +77,25 @@ def test_parallel_and_serial_twins_have_their_own_cache_entries():
 
 
 @pytest.mark.parametrize("kw", [{}, {"break_ties": True}, {"kernel": "poly", "degree": 2}])
-def test_multiclass_train_error_is_the_models_own_error(four_classes, kw):
+def test_multiclass_train_error_is_the_models_own_error(four_classes, kw, monkeypatch):
+    """``train_error_`` is the share of training rows ``predict`` gets wrong, with the voting shortcut: only the rows
+    that lose a pair of their own class are predicted from the support vectors (break_ties as well: a class that
+    wins all its pairs is the arg-max of the one-vs-rest scores too)."""
+    from maxmargin.svm import BaseSVMClassifier
+
     X, y = four_classes
     w = np.ones(y.shape[0])
     w[::17] = 0.0  # rows left out of every pair: their votes come from the support vectors
+    predicted = []
+    chunks = BaseSVMClassifier._by_row_chunks
+
+    def counted(self, Z, reduce):
+        predicted.append(Z.shape[0])
+        return chunks(self, Z, reduce)
+
+    monkeypatch.setattr(BaseSVMClassifier, "_by_row_chunks", counted)
     m = SVC(C=0.5, **kw).fit(X, y, sample_weight=w)
+    assert 0 < sum(predicted) < X.shape[0] / 2  # the shortcut
     assert m.train_error_ == pytest.approx(np.mean(m.predict(X) != y), abs=1e-12)
     assert m.train_error_ > 0  # overlapping blobs: the shortcut does not just return 0
 
