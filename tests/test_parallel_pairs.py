@@ -100,6 +100,34 @@ def test_multiclass_train_error_is_the_models_own_error(four_classes, kw, monkey
     assert m.train_error_ > 0  # overlapping blobs: the shortcut does not just return 0
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "precomputed"])
+def test_binary_train_error_predicts_only_the_rows_left_out(four_classes, kernel, monkeypatch):
+    """Two classes: the training decision values come from the solver's gradient; only the rows of weight 0 (left
+    out of the problem) are predicted from the support vectors, and ``train_error_`` is the model's own error."""
+    from maxmargin.kernels import make_kernel
+    from maxmargin.svm import BaseSVMClassifier
+
+    X, y = four_classes
+    y = (y >= 2).astype(int)
+    if kernel == "precomputed":
+        X = make_kernel("rbf", gamma=0.5)(X, X)
+    w = np.ones(y.shape[0])
+    w[::7] = 0.0
+    predicted = []
+    chunks = BaseSVMClassifier._by_row_chunks
+
+    def counted(self, Z, reduce):
+        predicted.append(Z.shape[0])
+        return chunks(self, Z, reduce)
+
+    monkeypatch.setattr(BaseSVMClassifier, "_by_row_chunks", counted)
+    m = SVC(C=0.5, kernel=kernel).fit(X, y, sample_weight=w)
+    assert predicted == [int(np.sum(w == 0))]
+    monkeypatch.setattr(BaseSVMClassifier, "_by_row_chunks", chunks)
+    assert m.train_error_ == pytest.approx(np.mean(m.predict(X) != y), abs=1e-12)
+    assert m.train_error_ > 0
+
+
 def _interrupt_after(seconds):
     """Ctrl-C (SIGINT to this process) after ``seconds``, as a user pressing it mid-fit."""
     import signal

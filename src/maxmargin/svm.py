@@ -1012,12 +1012,18 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 margins[p_no] = float(m) if m is not None else (1.0 / wn if wn > 0 else np.inf)
             self.margin_ = margins
         dec = None
-        if n_classes == 2 and len(fits) == 1 and members[0][0].shape[0] == n:
-            # two classes and every row in the problem: the solver's training decision values
-            # (from its gradient) spare a kernel product with the support vectors
-            train_decision = fits[0].extra.get("train_decision")
-            if train_decision is not None:
-                dec = -np.asarray(train_decision, dtype=np.float64).reshape(-1, 1)
+        if n_classes == 2 and len(fits) == 1 and fits[0].extra.get("train_decision") is not None:
+            # two classes: the solver's training decision values (from its gradient) spare a kernel product with
+            # the support vectors; only rows left out of the problem (weight 0) are predicted (20,000 x 10, every
+            # 20th row weighted 0: 542 -> ~420 ms, the time without weights)
+            rows = np.asarray(members[0][0])
+            dec = np.empty((n, 1))
+            dec[rows, 0] = -np.asarray(fits[0].extra["train_decision"], dtype=np.float64)
+            if rows.shape[0] < n:
+                out = np.ones(n, dtype=bool)
+                out[rows] = False
+                rest = np.flatnonzero(out)
+                dec[rest] = self._by_row_chunks(X[rest], lambda d: d).reshape(-1, 1)
         if (
             dec is None
             and n_classes > 2
