@@ -76,16 +76,10 @@ def test_parallel_and_serial_twins_have_their_own_cache_entries():
     assert par(x) == ser(x) == 45.0
 
 
-@pytest.mark.parametrize("kw", [{}, {"break_ties": True}, {"kernel": "poly", "degree": 2}])
-def test_multiclass_train_error_is_the_models_own_error(four_classes, kw, monkeypatch):
-    """``train_error_`` is the share of training rows ``predict`` gets wrong, with the voting shortcut: only the rows
-    that lose a pair of their own class are predicted from the support vectors (break_ties as well: a class that
-    wins all its pairs is the arg-max of the one-vs-rest scores too)."""
+def _count_predicted_rows(monkeypatch):
+    """A list that gets the number of rows of each prediction from the support vectors during a fit."""
     from maxmargin.svm import BaseSVMClassifier
 
-    X, y = four_classes
-    w = np.ones(y.shape[0])
-    w[::17] = 0.0  # rows left out of every pair: their votes come from the support vectors
     predicted = []
     chunks = BaseSVMClassifier._by_row_chunks
 
@@ -94,6 +88,18 @@ def test_multiclass_train_error_is_the_models_own_error(four_classes, kw, monkey
         return chunks(self, Z, reduce)
 
     monkeypatch.setattr(BaseSVMClassifier, "_by_row_chunks", counted)
+    return predicted
+
+
+@pytest.mark.parametrize("kw", [{}, {"break_ties": True}, {"kernel": "poly", "degree": 2}])
+def test_multiclass_train_error_is_the_models_own_error(four_classes, kw, monkeypatch):
+    """``train_error_`` is the share of training rows ``predict`` gets wrong, with the voting shortcut: only the rows
+    that lose a pair of their own class are predicted from the support vectors (break_ties as well: a class that
+    wins all its pairs is the arg-max of the one-vs-rest scores too)."""
+    X, y = four_classes
+    w = np.ones(y.shape[0])
+    w[::17] = 0.0  # rows left out of every pair: their votes come from the support vectors
+    predicted = _count_predicted_rows(monkeypatch)
     m = SVC(C=0.5, **kw).fit(X, y, sample_weight=w)
     assert 0 < sum(predicted) < X.shape[0] / 2  # the shortcut
     assert m.train_error_ == pytest.approx(np.mean(m.predict(X) != y), abs=1e-12)
@@ -105,7 +111,6 @@ def test_binary_train_error_predicts_only_the_rows_left_out(four_classes, kernel
     """Two classes: the training decision values come from the solver's gradient; only the rows of weight 0 (left
     out of the problem) are predicted from the support vectors, and ``train_error_`` is the model's own error."""
     from maxmargin.kernels import make_kernel
-    from maxmargin.svm import BaseSVMClassifier
 
     X, y = four_classes
     y = (y >= 2).astype(int)
@@ -113,17 +118,10 @@ def test_binary_train_error_predicts_only_the_rows_left_out(four_classes, kernel
         X = make_kernel("rbf", gamma=0.5)(X, X)
     w = np.ones(y.shape[0])
     w[::7] = 0.0
-    predicted = []
-    chunks = BaseSVMClassifier._by_row_chunks
-
-    def counted(self, Z, reduce):
-        predicted.append(Z.shape[0])
-        return chunks(self, Z, reduce)
-
-    monkeypatch.setattr(BaseSVMClassifier, "_by_row_chunks", counted)
+    predicted = _count_predicted_rows(monkeypatch)
     m = SVC(C=0.5, kernel=kernel).fit(X, y, sample_weight=w)
     assert predicted == [int(np.sum(w == 0))]
-    monkeypatch.setattr(BaseSVMClassifier, "_by_row_chunks", chunks)
+    monkeypatch.undo()
     assert m.train_error_ == pytest.approx(np.mean(m.predict(X) != y), abs=1e-12)
     assert m.train_error_ > 0
 

@@ -214,6 +214,21 @@ def _setup(Da, Db, qd, lazy, full):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _move(i, j, Kij, yi, yj, U, alpha, G, QD):
+    """The clipped pair step (:func:`maxmargin.solvers.smo.pair_step`) on alpha_i, alpha_j (``Kij``: their kernel
+    value), in place; returns the changes times y_i and y_j, which the gradient update scales the rows by."""
+    quad = QD[i] + QD[j] - 2.0 * Kij
+    if quad <= 0.0:
+        quad = TAU
+    old_ai = alpha[i]
+    old_aj = alpha[j]
+    ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
+    alpha[i] = ai
+    alpha[j] = aj
+    return (ai - old_ai) * yi, (aj - old_aj) * yj
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore, full):
     """One SMO step of :func:`pair_smo` and :func:`pair_smo_nu` on the variables i and j (j's row computed into
     the store first with ``lazy``; i's is there): the clipped pair step (:func:`maxmargin.solvers.smo.pair_step`)
@@ -226,16 +241,7 @@ def _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore, full):
     if full is not None:
         ui = uint64(i)
         uj = uint64(j)
-        quad = QD[i] + QD[j] - 2.0 * full[ui, uj]
-        if quad <= 0.0:
-            quad = TAU
-        old_ai = alpha[i]
-        old_aj = alpha[j]
-        ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
-        alpha[i] = ai
-        alpha[j] = aj
-        dai = (ai - old_ai) * yi
-        daj = (aj - old_aj) * yj
+        dai, daj = _move(i, j, full[ui, uj], yi, yj, U, alpha, G, QD)
         for t in range(na):
             G[t] += full[ui, t] * dai + full[uj, t] * daj
         for t in range(na, na + nb):
@@ -251,17 +257,7 @@ def _step(i, j, Da, Db, off, offT, U, alpha, G, QD, lazy, lslot, lstore, full):
     else:
         Li, Ri = _row(i, na, Da, Db, off, offT)
         Lj, Rj = _row(j, na, Da, Db, off, offT)
-    Kij = Li[j] if j < na else Ri[j - na]
-    quad = QD[i] + QD[j] - 2.0 * Kij
-    if quad <= 0.0:
-        quad = TAU
-    old_ai = alpha[i]
-    old_aj = alpha[j]
-    ai, aj = pair_step(yi != yj, old_ai, old_aj, G[i], G[j], U[i], U[j], quad)
-    alpha[i] = ai
-    alpha[j] = aj
-    dai = (ai - old_ai) * yi
-    daj = (aj - old_aj) * yj
+    dai, daj = _move(i, j, Li[j] if j < na else Ri[j - na], yi, yj, U, alpha, G, QD)
     for t in range(na):
         G[t] += Li[t] * dai + Lj[t] * daj
     Gb = G[na:]
