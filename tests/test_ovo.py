@@ -304,6 +304,91 @@ def test_pair_members_are_each_pairs_rows_in_increasing_order():
         assert np.array_equal(ysub, np.where(y_idx[expected] == a, 1.0, -1.0))
 
 
+def test_pair_members_made_one_by_one_equal_the_flat_arrays(monkeypatch):
+    """PairMembers makes a pair alone while few were asked for, then the flat arrays of all: the same rows either
+    way; the compiled route of a fit without folds never makes the flat arrays."""
+    rng = np.random.default_rng(5)
+    y_idx = rng.integers(9, size=200)
+    C = np.where(rng.random(200) < 0.1, 0.0, 1.0)
+    members, _ = ovo.pair_members(y_idx, C, 9)
+    alone = [members[p] for p in range(ovo.MEMBERS_SINGLE)]
+    assert members._flat is None
+    for p in range(len(members)):  # past MEMBERS_SINGLE: the flat arrays, made once
+        rows, ysub = members[p]
+        s, e = members.offsets[p], members.offsets[p + 1]
+        assert rows.base is members.rows_flat and np.array_equal(rows, members.rows_flat[s:e])
+        if p < ovo.MEMBERS_SINGLE:
+            assert np.array_equal(alone[p][0], rows) and np.array_equal(alone[p][1], ysub)
+    assert np.array_equal(members.counts, np.bincount(y_idx[C > 0], minlength=9))
+
+    made = []
+    original = ovo.PairMembers._arrays
+    monkeypatch.setattr(ovo.PairMembers, "_arrays", lambda self: made.append(1) or original(self))
+    X, y = blobs(n=400, k=8)
+    m = SVC(C=2.0).fit(X, y)
+    assert made == [] and m.train_error_ == np.mean(m.predict(X) != y)
+    SVC(C=2.0, probability=True, random_state=0).fit(X, y)  # the folds read them
+    assert made
+
+
+def test_pairs_in_many_batches_on_one_scratch_equal_one_batch(monkeypatch):
+    """Each worker thread's pairs take their blocks from one scratch array, reused batch after batch (dense,
+    sparse and rows on demand): the same solutions as every pair in one batch, bit for bit, and each pair's
+    training decision values those of LIBSVM on its rows."""
+    from maxmargin.formulations import fits_from_pairs
+
+    for X, y, lazy in [
+        (*blobs(n=360, k=6), False),
+        (*blobs(n=360, k=6, sparse=True), False),
+        (*blobs(n=360, k=6), True),
+    ]:
+        kern = make_kernel("rbf", gamma=0.05)
+        C = np.full(y.shape[0], 2.0)
+        pairs = [(a, b) for a in range(6) for b in range(a + 1, 6)]
+        whole = ovo.solve_pairs(block_data(X, kern), y, C, pairs, tol=1e-8, lazy=lazy, workers=1)
+        monkeypatch.setattr(ovo, "BATCH_ENTRIES", 1)  # one pair a batch
+        for workers in (1, 2):
+            batches = ovo.solve_pairs(block_data(X, kern), y, C, pairs, tol=1e-8, lazy=lazy, workers=workers)
+            assert np.array_equal(batches["alpha_flat"], whole["alpha_flat"])
+            assert np.array_equal(batches["grad_flat"], whole["grad_flat"])
+            assert np.array_equal(batches["rho"], whole["rho"])
+        monkeypatch.undo()
+        fits = fits_from_pairs(batches, C, kern, X, "smo", consume=True)
+        for p, (a, b) in enumerate(pairs):
+            rows = np.flatnonzero(np.isin(y, [a, b]))
+            ref = SkSVC(C=2.0, gamma=0.05, tol=1e-8).fit(X[rows], y[rows])  # positive for class b
+            np.testing.assert_allclose(fits[p].extra["train_decision"], -ref.decision_function(X[rows]), atol=1e-6)
+
+
+def test_fits_from_pairs_consumes_the_flat_arrays_only_when_asked():
+    """consume=True turns the solver's flat multipliers and gradient into the fits' coefficients and decision values in
+    place (and takes them out of the result); the fits equal those made from copies."""
+    from maxmargin.formulations import fits_from_pairs
+
+    X, y = blobs(n=240, k=5)
+    C = np.full(y.shape[0], 3.0)
+    kern = make_kernel("rbf", gamma=0.1)
+    pairs = [(a, b) for a in range(5) for b in range(a + 1, 5)]
+    res = ovo.solve_pairs(block_data(X, kern), y, C, pairs)
+    alpha, grad = res["alpha_flat"].copy(), res["grad_flat"].copy()
+    kept = fits_from_pairs(res, C, kern, X, "smo", tol=1e-3)
+    assert np.array_equal(res["alpha_flat"], alpha) and np.array_equal(res["grad_flat"], grad)
+    taken = fits_from_pairs(res, C, kern, X, "smo", tol=1e-3, consume=True)
+    assert res["alpha_flat"] is None and res["grad_flat"] is None
+    for name in ("coef", "decision", "rho", "w_norm", "margin", "gap"):
+        assert np.array_equal(kept.arrays[name], taken.arrays[name]), name
+    first = np.arange(alpha.size) - np.repeat(res["offsets"][:-1], np.diff(res["offsets"])) < np.repeat(
+        res["n_first"], np.diff(res["offsets"])
+    )
+    assert np.array_equal(taken.arrays["coef"], np.where(first, alpha, -alpha))
+    for p in (0, 4, 9):
+        lo, hi = res["offsets"][p], res["offsets"][p + 1]
+        rows = taken.arrays["rows"][lo:hi]
+        assert np.all(np.diff(res["rows"][p][np.argsort(rows)]) > 0)
+        assert np.array_equal(taken[p].alpha, np.abs(taken.arrays["coef"][lo:hi][np.argsort(rows)]))
+        assert taken[p].rho == res["rho"][p] and kept[p].objective == taken[p].objective
+
+
 def test_predictions_in_row_blocks_equal_the_whole(monkeypatch):
     """predict, predict_proba and the 'ovr' decision form the one-vs-one values a block of rows at
     a time (memory: 8 k(k-1)/2 bytes a row); a block of 3 rows gives the same as one block."""
@@ -352,7 +437,10 @@ def test_the_model_from_the_pairs_arrays_equals_the_one_from_their_fits(monkeypa
     )
     fits = seen[-1]
     assert len(fits) == 15 and fits[3] is fits[3] and fits[-1] is fits[14]
-    assert np.array_equal(fits[3].coef, fits.arrays["coef"][fits.arrays["pair"] == 3])
+    lo, hi = fits.arrays["offsets"][3], fits.arrays["offsets"][4]  # pair 3's entries, in the solver's order
+    order = np.argsort(fits.arrays["rows"][lo:hi])
+    assert np.array_equal(fits[3].coef, fits.arrays["coef"][lo:hi][order])
+    assert np.array_equal(fits[3].extra["train_decision"], fits.arrays["decision"][lo:hi][order])
 
 
 def easy_or_hard(kind, n=1600, k=4):

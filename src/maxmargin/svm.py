@@ -49,7 +49,7 @@ from ._ready import all_finite, ready_x, ready_xy
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
-from .formulations.pairs import PairFits, mark_support, scatter_dual
+from .formulations.pairs import PairFits, mark_support, pair_wins, scatter_dual
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data, block_mode
 from .kernels.engine import FUSED_DENSE_PREDICT, kernel_times
@@ -744,10 +744,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
         k = int(round((1 + np.sqrt(1 + 8 * len(members))) / 2))
         pairs = np.column_stack(pair_classes(k))
-        counts = np.zeros(k)
-        counts[0] = np.count_nonzero(members[0][1] > 0)
-        for b in range(1, k):
-            counts[b] = np.count_nonzero(members[b - 1][1] < 0)
+        counts = getattr(members, "counts", None)
+        if counts is None:
+            counts = np.zeros(k)
+            counts[0] = np.count_nonzero(members[0][1] > 0)
+            for b in range(1, k):
+                counts[b] = np.count_nonzero(members[b - 1][1] < 0)
+        counts = np.asarray(counts, dtype=np.float64)
         chosen = ovo.plan(counts, pairs, eligible, self.cache_size, workers)
         self._ovo_workers = None
         if workers > 1 and not chosen.all() and block_mode(X, kern) in ovo.LAZY_MODES:
@@ -800,7 +803,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         if res["r"] is not None and not bool(np.all(res["r"][np.asarray(res["solved"], dtype=bool)] > 0)):
             # a nu-SVC pair without a margin (r <= 0): the usual route solves the pairs again and names the problem
             return self._fit_pairs_rest(X, members, C_all, kern, precomputed, [None] * len(pairs))
-        solved = formulations.fits_from_pairs(res, C_all, kern, X, "smo", tol=self.tol, max_iter=self.max_iter)
+        solved = formulations.fits_from_pairs(
+            res, C_all, kern, X, "smo", tol=self.tol, max_iter=self.max_iter, consume=True
+        )
         if len(chosen) == len(pairs) and folds is None:
             return solved  # every pair, in order: the model is set from its arrays (PairFits)
         if len(chosen) == len(pairs) and isinstance(solved, PairFits) and bool(np.all(res["solved"])):
@@ -925,7 +930,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         n_classes = self.classes_.shape[0]
         n_pairs = len(pairs)
         if arrays is not None:
-            rows_all, alpha_all, coef_all, pair_all = arrays["rows"], arrays["alpha"], arrays["coef"], arrays["pair"]
+            rows_all, coef_all, seg_offsets = arrays["rows"], arrays["coef"], arrays["offsets"]
+            seg_pair = np.arange(n_pairs, dtype=np.int64)
             rho = np.asarray(arrays["rho"], dtype=np.float64)
         else:
             for fit in fits:
@@ -934,20 +940,20 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             # every dual solution as one flat array (pair by pair), so that no step below
             # loops over the pairs in Python with arrays of n entries (100 classes: 4950 pairs)
             dual_pairs = [p for p, fit in enumerate(fits) if fit.alpha is not None]
+            seg_pair = np.array(dual_pairs, dtype=np.int64)
+            seg_offsets = np.concatenate([[0], np.cumsum([members[p][0].shape[0] for p in dual_pairs])])
             if dual_pairs:
                 rows_all = np.concatenate([members[p][0] for p in dual_pairs])
-                alpha_all = np.concatenate([fits[p].alpha for p in dual_pairs])
-                coef_all = alpha_all * np.concatenate([members[p][1] for p in dual_pairs])
-                pair_all = np.repeat(np.array(dual_pairs), [members[p][0].shape[0] for p in dual_pairs])
+                coef_all = np.concatenate([fits[p].alpha * members[p][1] for p in dual_pairs])
             else:
-                rows_all = pair_all = np.zeros(0, dtype=np.int64)
-                alpha_all = coef_all = np.zeros(0)
+                rows_all = np.zeros(0, dtype=np.int64)
+                coef_all = np.zeros(0)
             rho = np.array([fit.rho for fit in fits], dtype=np.float64)
-        check_finite_solution(alpha_all, rho)
+        check_finite_solution(coef_all, rho)
         is_sv = np.zeros(n, dtype=bool)
         rows_all = np.asarray(rows_all, dtype=np.int64)
-        alpha_all = np.asarray(alpha_all, dtype=np.float64)
-        mark_support(rows_all, alpha_all, is_sv)  # (compiled: 300 classes' 897,000 entries, 17 ms as NumPy masks)
+        coef_all = np.asarray(coef_all, dtype=np.float64)
+        mark_support(rows_all, coef_all, is_sv)  # (compiled: 300 classes' 897,000 entries, 17 ms as NumPy masks)
         # support vectors ordered by class, then by index (LIBSVM / scikit-learn)
         order = np.lexsort((np.arange(n), y_idx))
         support = order[is_sv[order]]
@@ -961,9 +967,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         # a support vector of class a sits in dual_coef_ row b-1 for pair (a, b), of class b in row a
         scatter_dual(
             rows_all,
-            np.asarray(pair_all, dtype=np.int64),
-            np.asarray(coef_all, dtype=np.float64),
-            alpha_all,
+            np.asarray(seg_offsets, dtype=np.int64),
+            seg_pair,
+            coef_all,
             np.asarray(y_idx, dtype=np.int64),
             pa.astype(np.int64),
             pb.astype(np.int64),
@@ -1049,15 +1055,17 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         own class (or were left out of a pair, zero weight) need the decision values
         of every pair, computed from the support vectors."""
         n, k = X.shape[0], self.classes_.shape[0]
-        flat = getattr(members, "rows_flat", None) is not None
-        rows = members.rows_flat if flat else np.concatenate([r for r, _ in members])
         arrays = getattr(fits, "arrays", None)
-        decision = (
-            arrays["decision"] if arrays is not None else np.concatenate([f.extra["train_decision"] for f in fits])
-        )
-        first = decision > 0  # the vote: first class
-        own_first = (members.ysub_flat if flat else np.concatenate([ysub for _, ysub in members])) > 0
-        wins = np.bincount(rows[first == own_first], minlength=n)
+        if arrays is not None:  # the compiled pairs' flat arrays (solver's order, first class first in each pair)
+            wins = np.zeros(n, dtype=np.int64)
+            pair_wins(arrays["rows"], arrays["decision"], arrays["offsets"], arrays["n_first"], wins)
+        else:
+            flat = getattr(members, "rows_flat", None) is not None
+            rows = members.rows_flat if flat else np.concatenate([r for r, _ in members])
+            decision = np.concatenate([f.extra["train_decision"] for f in fits])
+            first = decision > 0  # the vote: first class
+            own_first = (members.ysub_flat if flat else np.concatenate([ysub for _, ysub in members])) > 0
+            wins = np.bincount(rows[first == own_first], minlength=n)
         rest = np.flatnonzero(wins < k - 1)
         if rest.size == 0:
             return 0.0

@@ -9,144 +9,200 @@ from numba import njit
 
 from .base import BinaryFit, _is_linear
 
+#: :func:`fits_from_pairs` converts a pair's numbers one by one for this many fits, then all pairs' at once
+BUILD_SINGLE = 64
 
-def fits_from_pairs(res, C, kernel, X, solver, tol=None, max_iter=None):
+
+def fits_from_pairs(res, C, kernel, X, solver, tol=None, max_iter=None, consume=False):
     """:class:`BinaryFit` objects (formulation 'l1') for the one-vs-one problems that
     :func:`maxmargin.solvers.ovo.solve_pairs` solved, with what :func:`fit_binary` adds
     (training decision values, ||w||, margin, primal objective, duality gap) computed
-    for all pairs at once; each fit's arrays follow its rows in increasing order.  A pair whose SMO ran into
-    ``max_iter`` steps with its violation not below ``tol`` is not converged (status 'max_iter')."""
+    for all pairs at once (:class:`PairFits`; each fit's arrays follow its rows in increasing order).  A pair whose
+    SMO ran into ``max_iter`` steps with its violation not below ``tol`` is not converged (status 'max_iter').
+
+    ``consume=True`` lets the flat arrays of ``res`` (``alpha_flat``, ``grad_flat``) become the fits' coefficients and
+    decision values in place, and takes them out of ``res``.  1,000 classes of 5 rows are 4,995,000 entries: the
+    NumPy expressions this replaced made ~25 arrays of 40 MB, whose first writes (59,000 page faults) cost 0.25-1.4 s
+    of a 1.8-2.9 s fit on a virtual machine; now one compiled pass writes two."""
     if "rows_flat" in res:
-        rows = res["rows_flat"]
-        starts = np.asarray(res["offsets"][:-1], dtype=np.int64)
-        sizes = np.diff(res["offsets"]).astype(np.int64)
+        rows = np.ascontiguousarray(res["rows_flat"], dtype=np.int64)
+        offsets = np.asarray(res["offsets"], dtype=np.int64)
     else:
         sizes = np.array([r.shape[0] for r in res["rows"]], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        rows = np.concatenate(res["rows"]) if sizes.size else np.zeros(0, dtype=np.int64)
-    # y: +1 on the first class's rows (the first n_a of each pair as solve_pairs lays them out)
-    n_a = np.asarray(res["n_first"], dtype=np.int64)
-    pos = np.arange(rows.shape[0]) - np.repeat(starts, sizes)
-    y = np.where(pos < np.repeat(n_a, sizes), 1.0, -1.0)
-    if "alpha_flat" in res:  # flat arrays, pair p at starts[p]: no per-pair concatenation
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        rows = np.concatenate(res["rows"]).astype(np.int64) if sizes.size else np.zeros(0, dtype=np.int64)
+    n_pairs = offsets.shape[0] - 1
+    # y: +1 on the first class's rows (the first n_first of each pair as solve_pairs lays them out)
+    n_a = np.ascontiguousarray(res["n_first"], dtype=np.int64)
+    if "alpha_flat" in res and res["alpha_flat"] is not None:  # flat arrays, pair p at offsets[p]
         solved = np.asarray(res["solved"], dtype=bool)  # a pair's alpha is there where it was solved
-        unsolved = np.flatnonzero(~solved).tolist()
-        alpha = np.array(res["alpha_flat"], dtype=np.float64)
-        grad = np.array(res["grad_flat"], dtype=np.float64)
-        for p in unsolved:
-            alpha[starts[p] : starts[p] + sizes[p]] = 0.0
-            grad[starts[p] : starts[p] + sizes[p]] = -1.0
+        alpha, grad = res["alpha_flat"], res["grad_flat"]
+        if consume:
+            res["alpha_flat"] = res["grad_flat"] = None  # (now the coefficients and decision values)
+            res._lazy.pop("alpha", None), res._lazy.pop("grad", None)
+        else:
+            alpha, grad = np.array(alpha, dtype=np.float64), np.array(grad, dtype=np.float64)
     else:
         solved = np.array([a is not None for a in res["alpha"]], dtype=bool)
-        unsolved = np.flatnonzero(~solved).tolist()
+        sizes = np.diff(offsets)
         alpha = np.concatenate([np.zeros(sizes[p]) if a is None else a for p, a in enumerate(res["alpha"])])
         grad = np.concatenate([-np.ones(sizes[p]) if g is None else g for p, g in enumerate(res["grad"])])
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    grad = np.ascontiguousarray(grad, dtype=np.float64)
+    unsolved = np.flatnonzero(~solved).tolist()
     rho = np.asarray(res["rho"], dtype=np.float64).copy()
     objective = np.asarray(res["objective"], dtype=np.float64).copy()
     violation = np.asarray(res["violation"], dtype=np.float64).copy()
     n_iter = np.array(res["n_iter"], dtype=np.float64)
     n_iter[np.isnan(n_iter)] = 0.0  # pairs not started (np.nan_to_num: ~30 us)
     n_iter = n_iter.astype(np.int64)
-    U = C[rows]
+    C = np.ascontiguousarray(C, dtype=np.float64)
     from ..solvers.smo import compute_rho
 
     for p in unsolved:  # stopped before this pair started: the zero start, not converged
-        sl = slice(starts[p], starts[p] + sizes[p])
-        rho[p] = compute_rho(y[sl], grad[sl], alpha[sl], U[sl])
+        lo, hi = int(offsets[p]), int(offsets[p + 1])
+        alpha[lo:hi] = 0.0
+        grad[lo:hi] = -1.0
+        y = np.where(np.arange(hi - lo) < n_a[p], 1.0, -1.0)
+        rho[p] = compute_rho(y, grad[lo:hi], alpha[lo:hi], C[rows[lo:hi]])
         objective[p] = 0.0
         violation[p] = 2.0
-    rho_v = np.repeat(rho, sizes)
-    s = y * (grad + 1.0)  # sum_j alpha_j y_j K_tj from the gradient G = Q alpha - e
-    decision = s - rho_v
-    w_sq = np.maximum(np.add.reduceat(alpha * y * s, starts) if sizes.size else np.zeros(0), 0.0)
+    w_sq = np.empty(n_pairs)
+    min_funct = np.empty(n_pairs)
+    hinge = np.empty(n_pairs)
+    # alpha becomes the coefficients alpha * y, grad the decision values (in place: fresh copies unless consumed)
+    coef, decision = alpha, grad
+    _pair_values(rows, offsets, n_a, rho, C, coef, decision, w_sq, min_funct, hinge)
     w_norm = np.sqrt(w_sq)
-    funct = y * decision
-    min_funct = np.minimum.reduceat(funct, starts) if sizes.size else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
         margin = np.where(w_norm > 0, min_funct / w_norm, np.inf)
-    primal = 0.5 * w_sq + (np.add.reduceat(U * np.maximum(0.0, 1.0 - funct), starts) if sizes.size else 0.0)
+    primal = 0.5 * w_sq + hinge
     r = res.get("r") if hasattr(res, "get") else None
     nu = r is not None
     if nu:  # nu-SVC pairs (scaled to their C-SVC solution, C = w / r): no primal or gap reported, as fit_binary's
-        primal = np.full(sizes.shape[0], np.nan)
+        primal = np.full(n_pairs, np.nan)
     linear = _is_linear(kernel)
     status = res["status"]
-    # each pair's rows in increasing order: its two classes' rows (each increasing) merged
-    perm = np.empty(rows.shape[0], dtype=np.int64)
-    _merge_order(rows, starts, sizes, n_a, perm)
-    alpha_s, decision_s, coef_s, rows_s = alpha[perm], decision[perm], (alpha * y)[perm], rows[perm]
-    # Python floats once for all pairs (float() on NumPy scalars a pair at a time was most of the loop)
-    rho_l, obj_l, viol_l, margin_l = rho.tolist(), objective.tolist(), violation.tolist(), margin.tolist()
-    w_norm_l, primal_l, gap_l, iter_l = w_norm.tolist(), primal.tolist(), (primal + objective).tolist(), n_iter.tolist()
-    bounds = np.append(starts, starts[-1] + sizes[-1] if sizes.size else 0).tolist()
+    gap = primal + objective
     # a run stopped early (time limit, callback) still has pairs that finished: those whose
     # violation is within tol (given) converged
-    finished = np.full(sizes.shape[0], status == "converged") | (tol is not None and violation <= tol)
+    finished = np.full(n_pairs, status == "converged") | (tol is not None and violation <= tol)
     # a pair whose SMO ran into max_iter stopped early although the run as a whole went on (status 'converged')
-    capped = n_iter >= max_iter if max_iter is not None and max_iter > 0 else np.zeros(sizes.shape[0], dtype=bool)
+    capped = n_iter >= max_iter if max_iter is not None and max_iter > 0 else np.zeros(n_pairs, dtype=bool)
     finished &= ~capped | (tol is not None and violation < tol)
     converged = finished & solved
-    conv_l = converged.tolist()
-    capped_l = capped.tolist()
-    r_l = np.asarray(r, dtype=np.float64).tolist() if nu else None
+    per_pair = dict(
+        rho=rho, objective=objective, violation=violation, margin=margin, w_norm=w_norm, primal=primal, gap=gap
+    )
+    per_pair.update(n_iter=n_iter, converged=converged, capped=capped)
+    if nu:
+        per_pair["r"] = np.asarray(r, dtype=np.float64)
+    # Python values of the pairs' numbers: one at a time for the first few fits built, then all at once as lists
+    # (float() on NumPy scalars a pair at a time was most of the loop that built every fit; the lists of 1,000
+    # classes' 499,500 pairs, 16,000 page faults, were made for fits never built)
+    lists = {}
+    built = [0]
+
+    def values(p):
+        built[0] += 1
+        if built[0] <= BUILD_SINGLE:
+            return {k: v[p].item() for k, v in per_pair.items()}
+        if not lists:
+            lists.update((k, v.tolist()) for k, v in per_pair.items())
+        return {k: v[p] for k, v in lists.items()}
 
     def build(p):
-        lo, hi = bounds[p], bounds[p + 1]
+        lo, hi = int(offsets[p]), int(offsets[p + 1])
+        v = values(p)
+        order = lo + np.argsort(rows[lo:hi], kind="stable")  # the pair's rows in increasing order
+        c = coef[order]
         extra = dict(
-            margin=margin_l[p],
-            w_norm=w_norm_l[p],
+            margin=v["margin"],
+            w_norm=v["w_norm"],
             bias_rule="libsvm",
-            train_decision=decision_s[lo:hi],
+            train_decision=decision[order],
         )
         if nu:
-            extra["r"] = r_l[p]
+            extra["r"] = v["r"]
         else:
-            extra.update(primal_objective=primal_l[p], duality_gap=gap_l[p])
-        coef = coef_s[lo:hi]
-        w = np.asarray(X[rows_s[lo:hi]].T @ coef).ravel() if linear else None
+            extra.update(primal_objective=v["primal"], duality_gap=v["gap"])
+        w = np.asarray(X[rows[order]].T @ c).ravel() if linear else None
         return BinaryFit(
-            alpha=alpha_s[lo:hi],
-            rho=rho_l[p],
-            objective=obj_l[p],
-            n_iter=iter_l[p],
-            violation=viol_l[p],
-            converged=conv_l[p],
-            status="converged" if conv_l[p] else ("max_iter" if capped_l[p] else status),
+            alpha=np.abs(c),
+            rho=v["rho"],
+            objective=v["objective"],
+            n_iter=v["n_iter"],
+            violation=v["violation"],
+            converged=v["converged"],
+            status="converged" if v["converged"] else ("max_iter" if v["capped"] else status),
             w=w,
             extra=extra,
-            margin=margin_l[p],
+            margin=v["margin"],
             formulation="nu" if nu else "l1",
             solver=solver,
-            coef=coef,
+            coef=c,
         )
 
     arrays = dict(
-        rows=rows_s,
-        alpha=alpha_s,
-        coef=coef_s,
-        decision=decision_s,
-        pair=np.repeat(np.arange(sizes.shape[0]), sizes),
+        rows=rows,
+        coef=coef,
+        decision=decision,
+        offsets=offsets,
+        n_first=n_a,
         rho=rho,
         objective=objective,
         n_iter=n_iter,
         violation=violation,
-        gap=primal + objective,
+        gap=gap,
         w_norm=w_norm,
         margin=margin,
         converged=converged,
     )
     if nu:
         arrays["r"] = np.asarray(r, dtype=np.float64)
-    return PairFits(arrays, build, sizes.shape[0])
+    return PairFits(arrays, build, n_pairs)
+
+
+@njit(cache=True, nogil=True)
+def _pair_values(rows, offsets, n_first, rho, C, coef, decision, w_sq, min_funct, hinge):
+    r"""One pass over the pairs' flat arrays (pair p at ``offsets[p]:offsets[p + 1]``, its first ``n_first[p]`` entries
+    of class +1), in place: ``coef`` (the multipliers) becomes :math:`\alpha_t y_t`, ``decision`` (SMO's gradient
+    :math:`G = Q\alpha - e`) the training decision value :math:`y_t(G_t + 1) - \rho`; per pair
+    :math:`\|w\|^2 = \sum_t \alpha_t y_t s_t` with :math:`s_t = y_t(G_t + 1)` (at least 0), the smallest
+    :math:`y_t f_t` and the hinge sum :math:`\sum_t C_t \max(0, 1 - y_t f_t)`."""
+    for p in range(offsets.shape[0] - 1):
+        lo, hi = offsets[p], offsets[p + 1]
+        first = lo + n_first[p]
+        r = rho[p]
+        ws = 0.0
+        mf = np.inf
+        hs = 0.0
+        for t in range(lo, hi):
+            yt = 1.0 if t < first else -1.0
+            s = yt * (decision[t] + 1.0)
+            d = s - r
+            a = coef[t]
+            ws += a * yt * s
+            f = yt * d
+            if f < mf:
+                mf = f
+            if f < 1.0:
+                hs += C[rows[t]] * (1.0 - f)
+            coef[t] = a * yt
+            decision[t] = d
+        w_sq[p] = max(ws, 0.0)
+        min_funct[p] = mf
+        hinge[p] = hs
 
 
 class PairFits(Sequence):
     """The fits of the pairs one :func:`~maxmargin.solvers.ovo.solve_pairs` call solved, as flat
-    arrays (``arrays``: per entry, pair by pair in increasing row order, ``rows``, ``alpha``,
-    ``coef``, ``decision``, ``pair``; per pair ``rho``, ``objective``, ``n_iter``, ``violation``,
+    arrays (``arrays``: per entry, pair p at ``offsets[p]:offsets[p + 1]`` in the solver's order -- its first
+    ``n_first[p]`` entries of class +1, then the others -- ``rows``, ``coef`` (:math:`\\alpha_t y_t`) and
+    ``decision`` (training decision values); per pair ``rho``, ``objective``, ``n_iter``, ``violation``,
     ``gap``, ``w_norm``, ``margin``, ``converged``), with a :class:`BinaryFit` built when a pair
-    is indexed (and kept: attributes set on it stay).  The model is set from the arrays
-    (:meth:`maxmargin.svm.BaseSVMClassifier._set_model`): 300 classes are 44,850 pairs, whose
+    is indexed (and kept: attributes set on it stay), its arrays in increasing row order.  The model is set from
+    the arrays (:meth:`maxmargin.svm.BaseSVMClassifier._set_model`): 300 classes are 44,850 pairs, whose
     objects cost more than their solve."""
 
     def __init__(self, arrays, build, n):
@@ -167,39 +223,33 @@ class PairFits(Sequence):
 
 
 @njit(cache=True)
-def _merge_order(rows, starts, sizes, n_first, perm):
-    """``perm`` such that ``rows[perm]`` is increasing within every pair's segment, whose first
-    ``n_first[p]`` rows and the rest are each increasing (disjoint: two classes)."""
-    for p in range(starts.shape[0]):
-        i = starts[p]
-        i1 = i + n_first[p]
-        j = i1
-        j1 = starts[p] + sizes[p]
-        o = starts[p]
-        while i < i1 or j < j1:
-            if j >= j1 or (i < i1 and rows[i] < rows[j]):
-                perm[o] = i
-                i += 1
-            else:
-                perm[o] = j
-                j += 1
-            o += 1
-
-
-@njit(cache=True)
-def mark_support(rows, alpha, is_sv):
-    """``is_sv[rows[t]] = True`` where ``alpha[t] > 0`` (the pairs' flat arrays, one pass)."""
+def mark_support(rows, coef, is_sv):
+    """``is_sv[rows[t]] = True`` where ``coef[t]`` (:math:`\\alpha_t y_t`) is not 0 (the pairs' flat arrays, one
+    pass)."""
     for t in range(rows.shape[0]):
-        if alpha[t] > 0.0:
+        if coef[t] != 0.0:
             is_sv[rows[t]] = True
 
 
 @njit(cache=True)
-def scatter_dual(rows, pair, coef, alpha, y_idx, pa, pb, spos, dual):
-    """LIBSVM's ``dual_coef_`` layout from the pairs' flat arrays: a support vector of class a sits in row b-1 for
-    pair (a, b), of class b in row a; column ``spos[row]``."""
-    for t in range(rows.shape[0]):
-        if alpha[t] > 0.0:
-            r = rows[t]
-            p = pair[t]
-            dual[pb[p] - 1 if y_idx[r] == pa[p] else pa[p], spos[r]] = coef[t]
+def scatter_dual(rows, offsets, pair, coef, y_idx, pa, pb, spos, dual):
+    """LIBSVM's ``dual_coef_`` layout from the pairs' flat arrays (segment k, ``offsets[k]:offsets[k + 1]``, of the pair
+    ``pair[k]``): a support vector of class a sits in row b-1 for pair (a, b), of class b in row a; column
+    ``spos[row]``."""
+    for k in range(pair.shape[0]):
+        p = pair[k]
+        for t in range(offsets[k], offsets[k + 1]):
+            if coef[t] != 0.0:
+                r = rows[t]
+                dual[pb[p] - 1 if y_idx[r] == pa[p] else pa[p], spos[r]] = coef[t]
+
+
+@njit(cache=True)
+def pair_wins(rows, decision, offsets, n_first, wins):
+    """``wins[row]`` += the pairs whose vote goes to the row's own class (the first ``n_first[p]`` entries of pair p,
+    at ``offsets[p]:offsets[p + 1]``, are of its first class, which a positive decision value votes for)."""
+    for p in range(offsets.shape[0] - 1):
+        first = offsets[p] + n_first[p]
+        for t in range(offsets[p], offsets[p + 1]):
+            if (decision[t] > 0.0) == (t < first):
+                wins[rows[t]] += 1

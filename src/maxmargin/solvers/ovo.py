@@ -140,6 +140,47 @@ def _class_blocks(c0, c1, cstart, order, bd, doff, diag):
 
 
 @njit(cache=True, nogil=True)
+def _transpose_into(A, B):
+    """``B[:, :] = A.T`` (B C-ordered, written row by row)."""
+    for j in range(B.shape[0]):
+        for i in range(B.shape[1]):
+            B[j, i] = A[i, j]
+
+
+def _scratch_size(counts, pa, pb, plist, lazy):
+    """Values of :func:`_solve_pairs`' scratch for the pairs ``plist`` (see its ``work``)."""
+    na = counts[pa[plist]].astype(np.int64)
+    nb = counts[pb[plist]].astype(np.int64)
+    if plist.size == 0:
+        return 0
+    big_n = int((na + nb).max())
+    if lazy:
+        return big_n * big_n + big_n
+    return 2 * int((na * nb).max()) + FULL_MAX_ROWS * FULL_MAX_ROWS
+
+
+def _scratch(pool, size):
+    """The calling thread's scratch array of at least ``size`` values from ``pool`` (a dict by thread), made anew
+    only when it must grow: the pages of one array are written once, not those of a new array every pair."""
+    import threading
+
+    key = threading.get_ident()
+    buf = pool.get(key)
+    if buf is None or buf.shape[0] < size:
+        buf = pool[key] = _malloc(max(size, 1))
+    return buf
+
+
+@njit(cache=True, nogil=True)
+def _malloc(n):
+    """``np.empty(n)`` from Numba's allocator (the C library's ``malloc``), not NumPy's: NumPy asks the kernel for
+    huge pages on arrays of 4 MB and more, and each huge page is zeroed whole on its first write.  The row store of
+    rows on demand is written only where SMO visits: in 2 MB pages, zipf50's probability fit spent 0.215 s of
+    system time in ``solve_pairs`` against 0.072 s in 4 KB pages."""
+    return np.empty(n)
+
+
+@njit(cache=True, nogil=True)
 def _solve_pairs(
     p0,
     p1,
@@ -168,6 +209,7 @@ def _solve_pairs(
     own,
     visits,
     nu,
+    work,
 ):
     """The pairs ``plist[p0:p1]``: the off-diagonal class block, SMO, offset and objective.
 
@@ -188,24 +230,38 @@ def _solve_pairs(
     (:func:`maxmargin.solvers.pair_smo.pair_smo_nu`), then LIBSVM's offsets (:func:`compute_rho_nu`) and the C-SVC
     solution :math:`\alpha/r`, :math:`\rho/r`, objective :math:`\tfrac12\alpha^TQ\alpha/r^2`, and the gradient of
     that solution less 1 (as a C-SVC pair's); ``r`` goes to ``res[p, 4]`` (no folds), the nu-variant's own
-    violation to ``res[p, 3]``.  A pair with ``r <= 0`` keeps its unscaled solution (the caller raises)."""
+    violation to ``res[p, 3]``.  A pair with ``r <= 0`` keeps its unscaled solution (the caller raises).
+
+    ``work``: the calling thread's scratch (:func:`_scratch`, at least :func:`_scratch_size` values): the off-diagonal
+    blocks, the row store and the small pairs' whole Gram matrices are views into it, not arrays allocated a pair
+    (zipf50's pairs of a few hundred rows each: 12,600 page faults a fit, most of the solve's system time on a virtual
+    machine)."""
     mode, code, gamma, coef0, degree, X, data, indices, indptr, sq, n_features = bd
     XT, Xs, sqs = sorted_rows
+    big_n = 0
+    big_off = 0
+    for q in range(p0, p1):
+        na_q = cstart[pa[plist[q]] + 1] - cstart[pa[plist[q]]]
+        nb_q = cstart[pb[plist[q]] + 1] - cstart[pb[plist[q]]]
+        big_n = max(big_n, na_q + nb_q)
+        big_off = max(big_off, na_q * nb_q)
+    if lazy:
+        big_off = 0
+    offbuf = work[:big_off]
+    offTbuf = work[big_off : 2 * big_off]
+    rest = work[2 * big_off :]
     cur = -1
     cptr = np.zeros(1, dtype=np.int64)
     crow = np.zeros(1, dtype=np.int64)
     cval = np.zeros(1)
     sqa = np.zeros(1)
     cols_b = (cptr, crow, cval)
-    scratch = np.empty(0)
-    store = np.empty(0)
-    if lazy:  # the rows SMO visits, in order, for every pair of the call (the memory mapped once)
-        big = 0
-        for q in range(p0, p1):
-            big = max(big, aoff[plist[q] + 1] - aoff[plist[q]])
-        store = np.empty(big * big)
-        scratch = np.empty(big)
-    wholes = np.empty(0 if lazy else FULL_MAX_ROWS * FULL_MAX_ROWS)  # small pairs' whole Gram matrices
+    scratch = rest[:0]
+    store = rest[:0]
+    if lazy:  # the rows SMO visits, in order, for every pair of the call
+        store = rest[: big_n * big_n]
+        scratch = rest[big_n * big_n : big_n * big_n + big_n]
+    wholes = rest[: 0 if lazy else FULL_MAX_ROWS * FULL_MAX_ROWS]  # small pairs' whole Gram matrices
     for q in range(p0, p1):
         p = plist[q]
         a = pa[p]
@@ -237,13 +293,15 @@ def _solve_pairs(
                 for t in range(na):
                     sqa[t] = sq[ra[t]]
                 cur = a
-            offT = np.empty((nb, na))
+            offT = offTbuf[: nb * na].reshape((nb, na))
             block_by_columns(data, indices, indptr, code, gamma, coef0, degree, sq, rb, cptr, crow, cval, sqa, offT)
-            off = np.ascontiguousarray(offT.T)
+            off = offbuf[: na * nb].reshape((na, nb))
+            _transpose_into(offT, off)
         else:
-            off = np.empty((na, nb))
+            off = offbuf[: na * nb].reshape((na, nb))
             block(bd, ra, rb, off)
-            offT = np.ascontiguousarray(off.T)
+            offT = offTbuf[: nb * na].reshape((nb, na))
+            _transpose_into(off, offT)
         small = not lazy and n <= FULL_MAX_ROWS  # SMO on the whole Gram matrix (pair_smo.whole_gram)
         full = wholes[: n * n].reshape((n, n)) if small else wholes[:0].reshape((0, 0))
         if small:
@@ -528,6 +586,10 @@ def _pair_rows(order, cstart, pa, pb, aoff, merged, rows, ysub):
             o += 1
 
 
+#: :class:`PairMembers` makes this many pairs one by one before it makes the flat arrays of all
+MEMBERS_SINGLE = 16
+
+
 def pair_members(y_idx, C, n_classes):
     """The one-vs-one problems (a, b), a < b in LIBSVM's order, as views into two flat arrays:
     ``[(rows, ysub), ...]`` with each pair's rows (``C > 0``) in increasing order and ysub +1 on
@@ -537,23 +599,43 @@ def pair_members(y_idx, C, n_classes):
     counts = np.bincount(np.asarray(y_idx)[np.asarray(C) > 0], minlength=n_classes)
     if not pairs.shape[0]:
         return [], counts
-    lay = layout(np.asarray(y_idx), C, pairs)
-    total = int(lay.aoff[-1])
-    rows = np.empty(total, dtype=np.int64)
-    ysub = np.empty(total)
-    _pair_rows(lay.order, lay.cstart, lay.pa, lay.pb, lay.aoff, True, rows, ysub)
-    return PairMembers(rows, ysub, lay.aoff), counts
+    return PairMembers(layout(np.asarray(y_idx), C, pairs), counts), counts
 
 
 class PairMembers(Sequence):
-    """:func:`pair_members`' sequence of ``(rows, ysub)``, one per pair, each made when asked for (300 classes:
-    the 89,700 views of a list took ~0.07 s, and a compiled fit reads a few of them); ``rows_flat`` /
-    ``ysub_flat`` / ``offsets`` hold all of them end to end (pair p at ``offsets[p]:offsets[p + 1]``)."""
+    """:func:`pair_members`' sequence of ``(rows, ysub)``, one per pair (300 classes: the 89,700 views of a list took
+    ~0.07 s, and a compiled fit reads a few of them); ``rows_flat`` / ``ysub_flat`` / ``offsets`` hold all of them end
+    to end (pair p at ``offsets[p]:offsets[p + 1]``), ``counts`` each class's rows.
 
-    def __init__(self, rows_flat, ysub_flat, offsets):
-        self.rows_flat, self.ysub_flat = rows_flat, ysub_flat
-        self.offsets = offsets
-        self._bounds = offsets.tolist()
+    The flat arrays are made when first read, or once more than :data:`MEMBERS_SINGLE` pairs were asked for one by
+    one (each of those made alone): the compiled route never reads them (1,000 classes of 5 rows: 80 MB, 20,000 page
+    faults of a virtual machine's 4-20 us each, never needed)."""
+
+    def __init__(self, lay, counts):
+        self._lay = lay
+        self.offsets = lay.aoff
+        self.counts = counts
+        self._bounds = lay.aoff.tolist()
+        self._flat = None
+        self._single = 0
+
+    def _arrays(self):
+        if self._flat is None:
+            lay = self._lay
+            total = int(lay.aoff[-1])
+            rows = np.empty(total, dtype=np.int64)
+            ysub = np.empty(total)
+            _pair_rows(lay.order, lay.cstart, lay.pa, lay.pb, lay.aoff, True, rows, ysub)
+            self._flat = (rows, ysub)
+        return self._flat
+
+    @property
+    def rows_flat(self):
+        return self._arrays()[0]
+
+    @property
+    def ysub_flat(self):
+        return self._arrays()[1]
 
     def __len__(self):
         return len(self._bounds) - 1
@@ -566,7 +648,16 @@ class PairMembers(Sequence):
         if not 0 <= p < len(self):
             raise IndexError(p)
         s, e = self._bounds[p], self._bounds[p + 1]
-        return self.rows_flat[s:e], self.ysub_flat[s:e]
+        if self._flat is None and self._single < MEMBERS_SINGLE:
+            self._single += 1
+            lay = self._lay
+            rows = np.empty(e - s, dtype=np.int64)
+            ysub = np.empty(e - s)
+            off = np.array([0, e - s], dtype=np.int64)
+            _pair_rows(lay.order, lay.cstart, lay.pa[p : p + 1], lay.pb[p : p + 1], off, True, rows, ysub)
+            return rows, ysub
+        rows, ysub = self._arrays()
+        return rows[s:e], ysub[s:e]
 
 
 class _PairResult(dict):
@@ -658,6 +749,7 @@ def solve_pairs(
         fold_of, n_folds = np.zeros(int(aoff[-1]), dtype=np.int64), 0
     cv = np.zeros(int(aoff[-1]))
     done = np.zeros(len(pairs), dtype=bool)
+    scratch = {}  # each worker thread's scratch for _solve_pairs, kept for the whole call
     limit = NO_LIMIT if max_iter is None or max_iter < 0 else int(max_iter)
     workers = workers or cores()
 
@@ -703,6 +795,7 @@ def solve_pairs(
                 bool(own),
                 visits,
                 float(nu),
+                _scratch(scratch, _scratch_size(counts, pa, pb, plist[q0:q1], lazy)),
             )
             done[plist[q0:q1]] = True
             if on_batch is not None and on_batch(plist[q0:q1].tolist()) is False:
