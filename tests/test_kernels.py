@@ -295,3 +295,31 @@ def test_regression_and_one_class_dense_and_sparse_agree(make):
     dense, sparse = fit(make(), X), fit(make(), Xs)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
     np.testing.assert_allclose(dense.predict(X), sparse.predict(Xs), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["rbf", "poly", "sigmoid", "linear"])
+@pytest.mark.parametrize("d", [1, 3, 20, 32])
+def test_narrow_blocks_of_few_columns_equal_the_columns_of_a_wide_one(name, d):
+    """A narrow block of fewer than NARROW_VIEWS_MIN_COLS columns is formed without row views, in one buffer: each
+    column the same value, bit for bit, as in a block of many columns (formed in place), and scikit-learn's."""
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    from maxmargin.kernels.blocks import NARROW, NARROW_VIEWS_MIN_COLS, block, block_data
+
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(90, d))
+    kern = make_kernel(name, gamma=0.3, coef0=0.5, degree=3)
+    bd = block_data(X, kern)
+    assert bd.mode == NARROW
+    ra = rng.choice(90, 7, replace=False)
+    rb = rng.choice(90, NARROW_VIEWS_MIN_COLS + 8, replace=False)
+    wide = np.empty((7, rb.size))
+    block(tuple(bd), ra, rb, wide)
+    for m in (1, 5, NARROW_VIEWS_MIN_COLS - 1):
+        few = np.full((7, m), np.nan)
+        block(tuple(bd), ra, rb[:m], few)
+        np.testing.assert_array_equal(few, wide[:, :m])
+    keys = {"rbf": ["gamma"], "poly": ["gamma", "coef0", "degree"], "sigmoid": ["gamma", "coef0"], "linear": []}[name]
+    params = {k: {"gamma": 0.3, "coef0": 0.5, "degree": 3}[k] for k in keys}
+    ref = pairwise_kernels(X[ra], X[rb], metric=name if name != "poly" else "polynomial", **params)
+    np.testing.assert_allclose(wide, ref, rtol=1e-10, atol=1e-12)

@@ -33,11 +33,13 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, uint64
 
-from .formulas import PRECOMPUTED, RBF, check_code, transform
+from .formulas import PRECOMPUTED, RBF, check_code, exp_nonpos, transform
 from .objects import narrow_dots, row_norms_sq
 
 #: dense data with at most this many features: compiled loop instead of BLAS
 NARROW_D = 32
+#: :func:`_narrow` forms rows of at least this many columns in place (row views); fewer, in a buffer without views
+NARROW_VIEWS_MIN_COLS = 32
 NARROW, DENSE, SPARSE, GRAM = 0, 1, 2, 3
 
 BlockData = namedtuple("BlockData", "mode code gamma coef0 degree X data indices indptr sq n_features")
@@ -85,6 +87,15 @@ def block_data(X, kernel):
     return BlockData(mode, code, gamma, coef0, degree, Xd, empty_f, empty_i, empty_i, sq, X.shape[1])
 
 
+@njit(cache=True, nogil=True)
+def _rbf_exponents(vals, base, a, sqc, gamma):
+    """``vals[base + t]`` (a dot product) becomes the RBF exponent, as :func:`maxmargin.kernels.formulas.transform`
+    forms it (no fused multiply-add: the same bits)."""
+    for t in range(sqc.shape[0]):
+        dist = a + sqc[t] - 2.0 * vals[base + t]
+        vals[base + t] = -gamma * max(dist, 0.0)
+
+
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out):
     na, nb, d = ra.shape[0], rb.shape[0], X.shape[1]
@@ -95,10 +106,48 @@ def _narrow(X, code, gamma, coef0, degree, sq, ra, rb, out):
         for f in range(d):
             ZT[f, j] = X[rb[j], f]
     scratch = np.empty(nb)
+    if nb >= NARROW_VIEWS_MIN_COLS:
+        for i in range(na):
+            o = out[i][:nb]
+            narrow_dots(X[ra[i]], ZT, 0, o)
+            transform(o, code, gamma, coef0, degree, sq[ra[i]], sqb, scratch)
+        return
+    # few columns (the one-vs-one pairs of small classes): the same sums without row views, each of which costs two
+    # atomic reference counts -- at 5 x 5 entries and 20 features, more than the products -- into one buffer whose
+    # kernel values are formed in one pass (transform's arithmetic, RBF's exponent written out here)
+    vals = np.empty(na * nb)
+    spare = np.empty(na * nb)
     for i in range(na):
-        o = out[i][:nb]
-        narrow_dots(X[ra[i]], ZT, 0, o)
-        transform(o, code, gamma, coef0, degree, sq[ra[i]], sqb, scratch)
+        r = uint64(ra[i])
+        base = i * nb
+        f = 0
+        while f < d:
+            x0 = X[r, f]
+            x1 = X[r, f + 1] if f + 1 < d else 0.0
+            x2 = X[r, f + 2] if f + 2 < d else 0.0
+            x3 = X[r, f + 3] if f + 3 < d else 0.0
+            f1 = min(f + 1, d - 1)
+            f2 = min(f + 2, d - 1)
+            f3 = min(f + 3, d - 1)
+            if f == 0:
+                for t in range(nb):
+                    vals[base + t] = (x0 * ZT[f, t] + x1 * ZT[f1, t]) + (x2 * ZT[f2, t] + x3 * ZT[f3, t])
+            else:
+                for t in range(nb):
+                    vals[base + t] += (x0 * ZT[f, t] + x1 * ZT[f1, t]) + (x2 * ZT[f2, t] + x3 * ZT[f3, t])
+            f += 4
+        if d == 0:
+            for t in range(nb):
+                vals[base + t] = 0.0
+        if code == RBF:
+            _rbf_exponents(vals, base, sq[r], sqb, gamma)
+    if code == RBF:
+        exp_nonpos(vals, spare)
+    else:  # the other kernels' values depend on the dot product alone
+        transform(vals, code, gamma, coef0, degree, 0.0, sqb, spare)
+    for i in range(na):
+        for t in range(nb):
+            out[i, t] = vals[i * nb + t]
 
 
 @njit(cache=True, nogil=True)

@@ -568,7 +568,9 @@ def layout(y_idx, C, pairs):
 def _pair_rows(order, cstart, pa, pb, aoff, merged, rows, ysub):
     """Per pair p, into ``rows[aoff[p]:aoff[p + 1]]``: the rows of class ``pa[p]`` then those of
     ``pb[p]`` (:func:`solve_pairs`' layout), or with ``merged`` both merged in increasing order
-    (each class's rows are increasing in ``order``); ``ysub`` is +1 on class ``pa[p]``, -1 on ``pb[p]``."""
+    (each class's rows are increasing in ``order``); ``ysub`` is +1 on class ``pa[p]``, -1 on ``pb[p]`` (an empty
+    ``ysub``: not written)."""
+    with_y = ysub.shape[0] > 0
     for p in range(pa.shape[0]):
         o = aoff[p]
         i, i1 = cstart[pa[p]], cstart[pa[p] + 1]
@@ -577,11 +579,13 @@ def _pair_rows(order, cstart, pa, pb, aoff, merged, rows, ysub):
             take_a = j >= j1 or (i < i1 and (not merged or order[i] < order[j]))
             if take_a:
                 rows[o] = order[i]
-                ysub[o] = 1.0
+                if with_y:
+                    ysub[o] = 1.0
                 i += 1
             else:
                 rows[o] = order[j]
-                ysub[o] = -1.0
+                if with_y:
+                    ysub[o] = -1.0
                 j += 1
             o += 1
 
@@ -836,7 +840,7 @@ def solve_pairs(
             batches = _batches(work[rest], BATCH_ENTRIES)
             why = _run_batches(pairs_of(rest, lazy, own), batches, workers, stop)
     rows_flat = np.empty(int(aoff[-1]), dtype=np.int64)
-    _pair_rows(order, cstart, pa, pb, aoff, False, rows_flat, np.empty(int(aoff[-1])))
+    _pair_rows(order, cstart, pa, pb, aoff, False, rows_flat, np.empty(0))
     bounds = aoff.tolist()
 
     def views(flat, when):
