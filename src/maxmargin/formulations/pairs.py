@@ -39,7 +39,8 @@ def fits_from_pairs(res, C, kernel, X, solver, tol=None, max_iter=None, consume=
         alpha, grad = res["alpha_flat"], res["grad_flat"]
         if consume:
             res["alpha_flat"] = res["grad_flat"] = None  # (now the coefficients and decision values)
-            res._lazy.pop("alpha", None), res._lazy.pop("grad", None)
+            for key in ("alpha", "grad"):  # the per-pair views of solve_pairs' result, not made yet: never
+                getattr(res, "_lazy", {}).pop(key, None)
         else:
             alpha, grad = np.array(alpha, dtype=np.float64), np.array(grad, dtype=np.float64)
     else:
