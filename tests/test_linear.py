@@ -1107,12 +1107,14 @@ def test_staged_prefetch_async_matches_liblinear(monkeypatch, async_everywhere):
     assert _rel(fit.objective, theirs) < 1e-4
 
 
-def test_prefetch_plan_by_shape():
+def test_prefetch_plan_by_shape(monkeypatch):
     """Data within a core's caches: no prefetch.  Data that stay in the shared cache: the plain scheme.  Large
-    data: staged, with a longer distance for short rows, the weight stage only when the weight vector is large,
-    dense rows with their per-row arrays."""
-    from maxmargin.solvers._linear_common import PREFETCH_STAGED_BYTES, linear_data, prefetch_plan
+    data: staged, with a longer distance for short rows, the weight stage only when the weight vector is large
+    (more than PREFETCH_WEIGHTS_L2 times the L2 cache, here set to 1 MB), dense rows with their per-row arrays."""
+    from maxmargin.solvers import _linear_common
+    from maxmargin.solvers._linear_common import PREFETCH_STAGED_BYTES, PREFETCH_WEIGHTS_L2, linear_data, prefetch_plan
 
+    monkeypatch.setattr(_linear_common, "l2_cache_bytes", lambda: 1 << 20)
     rng = np.random.default_rng(0)
     assert prefetch_plan(linear_data(sp.random(1000, 50, 0.2, format="csr", random_state=0), 1.0)) == (0, 0, 0)
     assert prefetch_plan(linear_data(rng.normal(size=(2000, 100)), 1.0)) == (2, 1, 0)  # 1.6 MB
@@ -1122,14 +1124,28 @@ def test_prefetch_plan_by_shape():
         cols = np.sort(rng.integers(0, d, size=(n, k)), axis=1)
         return sp.csr_matrix((rng.random(n * k) + 0.5, cols.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
 
-    short_wide = prefetch_plan(linear_data(hashed(300_000, 1 << 20, 4), 1.0))
+    limit = PREFETCH_WEIGHTS_L2 * (1 << 20) // 8  # weights
+    short_wide = prefetch_plan(linear_data(hashed(300_000, 2 * limit, 4), 1.0))
+    # weights below the limit (text whose hot words stay in cache; hashed300k after the fold): no weight stage
+    short_below = prefetch_plan(linear_data(hashed(300_000, limit - 2, 4), 1.0))
     short_narrow = prefetch_plan(linear_data(hashed(300_000, 1000, 4), 1.0))
     long_rows = prefetch_plan(linear_data(hashed(30_000, 1000, 150), 1.0))
-    assert short_wide[1] == 3 and short_narrow[1] == 2 and long_rows[1] == 2
+    assert short_wide[1] == 3 and short_below[1] == 2 and short_narrow[1] == 2 and long_rows[1] == 2
+    assert short_below[0] == short_narrow[0] == 2 * short_wide[0]
     assert short_narrow[0] > long_rows[0] >= 1 and all(p[2] > 0 for p in (short_wide, short_narrow, long_rows))
     n = PREFETCH_STAGED_BYTES // (40 * 8) + 1
     ahead, stages, entries = prefetch_plan(linear_data(rng.normal(size=(n, 40)), 1.0, rows_first=True))
     assert stages == 2 and entries == ahead > 0
+
+
+def test_cache_sizes_from_sysfs_text():
+    from maxmargin.solvers._linear_common import l2_cache_bytes, parse_cache_size
+
+    assert parse_cache_size("1024K\n") == 1 << 20
+    assert parse_cache_size("2M") == 2 << 20 and parse_cache_size("512") == 512 and parse_cache_size("48KB") == 48 << 10
+    with pytest.raises(ValueError):
+        parse_cache_size("unknown")
+    assert l2_cache_bytes() > 0
 
 
 def test_tron_wide_weights_match_liblinear():

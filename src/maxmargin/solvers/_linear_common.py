@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -430,9 +431,38 @@ def _prefetch(typingctx, arr, idx):
 PREFETCH_NONE_BYTES = 1 << 20
 #: the staged prefetch (:func:`prefetch_staged`) aims to have about this many cache lines of rows in flight
 PREFETCH_LINES = 32
-#: ... and prefetches the weights a row will touch when the weight vector is larger than this (bytes): beyond
-#: the per-core cache, a weight read is a miss of its own (hashed features: 2**20 weights, 4 non-zeros a row)
-PREFETCH_WEIGHTS_BYTES = 1 << 20
+#: ... with CSR rows at least this many positions ahead (long rows: 4 -> 8 made rcv1-like and news20-like text
+#: epochs faster on the 1 MB-L2 host of session 33; dense rows keep 4)
+PREFETCH_MIN_AHEAD = 8
+#: ... and prefetches the weights a row will touch when the weight vector is larger than this many times the
+#: per-core (L2) cache (:func:`l2_cache_bytes`): then most weight reads miss (uniformly hashed features, 1-2
+#: million weights after the fold, 4-8 a row: fits 0.75-0.8x the time with the weight stage).  Below it the stage
+#: only costs instructions (session 33, 1 MB L2): text whose hot words fit the cache (1.2-1.5 MB of weights:
+#: news20-like and tweet-like shapes 0.93x and 0.65x the time without it) and hashed300k's 2.5 MB after the fold
+#: (0.80x).  Session 7 set the limit to that host's 1 MB L2, before the fold existed
+PREFETCH_WEIGHTS_L2 = 4
+
+
+def l2_cache_bytes():
+    """The per-core L2 cache of this host in bytes (Linux sysfs; 1 MB where unknown)."""
+    global _L2_BYTES
+    if _L2_BYTES is None:
+        try:
+            size = parse_cache_size(Path("/sys/devices/system/cpu/cpu0/cache/index2/size").read_text())
+        except (OSError, ValueError):
+            size = 0
+        _L2_BYTES = size if size > 0 else 1 << 20
+    return _L2_BYTES
+
+
+def parse_cache_size(text):
+    """Bytes of a sysfs cache size such as ``'1024K'`` or ``'2M'`` (a plain number: bytes)."""
+    text = text.strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * scale
+
+
+_L2_BYTES = None
 #: rows, their per-row arrays, the visiting order and the weights up to this many bytes stay in the last-level
 #: cache (half of this machine's 32 MB): the staged prefetch (:func:`prefetch_plan`) is for data larger than that.
 #: ijcnn1 (10 MB) ran its epochs no faster staged; 200,000 x 20 (58 MB) twice as fast
@@ -464,10 +494,11 @@ def prefetch_plan(ld):
     if footprint <= PREFETCH_STAGED_BYTES:
         return 2, 1, 0
     lines = max(1, int(np.ceil(row_bytes / 64)))
-    rows_ahead = int(np.clip(PREFETCH_LINES // lines, 4, 16))
     if ld.dense:
+        rows_ahead = int(np.clip(PREFETCH_LINES // lines, 4, 16))
         return rows_ahead, 2, rows_ahead
-    if ld.n_weights * 8 > PREFETCH_WEIGHTS_BYTES:
+    rows_ahead = int(np.clip(PREFETCH_LINES // lines, PREFETCH_MIN_AHEAD, 16))
+    if ld.n_weights * 8 > PREFETCH_WEIGHTS_L2 * l2_cache_bytes():
         return rows_ahead // 2, 3, rows_ahead // 2
     return rows_ahead, 2, rows_ahead
 
