@@ -1065,11 +1065,15 @@ def test_staged_prefetch_leaves_iterates_unchanged(kw, layout, monkeypatch):
         X = sp.csr_matrix((X > 0.3).astype(float))
     elif layout == "csr":
         X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    from maxmargin.solvers import dual_cd
+
     fits = []
-    for plan in STAGED_PLANS:
-        _planned(monkeypatch, plan)
-        est = LinearSVC(tol=1e-5, max_iter=2000, random_state=0, **kw).fit(X, y)
-        fits.append((est.coef_.copy(), est.intercept_.copy(), est.n_iter_))
+    for whole in (True, False):  # the staged CSR record loop's two compiled copies (dual_cd.whole_rows)
+        monkeypatch.setattr(dual_cd, "whole_rows", lambda ld, whole=whole: whole)
+        for plan in STAGED_PLANS:
+            _planned(monkeypatch, plan)
+            est = LinearSVC(tol=1e-5, max_iter=2000, random_state=0, **kw).fit(X, y)
+            fits.append((est.coef_.copy(), est.intercept_.copy(), est.n_iter_))
     for coef, b, it in fits[1:]:
         np.testing.assert_array_equal(coef, fits[0][0])
         np.testing.assert_array_equal(b, fits[0][1])
@@ -1080,12 +1084,16 @@ def test_staged_prefetch_leaves_iterates_unchanged(kw, layout, monkeypatch):
 def test_staged_prefetch_leaves_svr_unchanged(loss, monkeypatch):
     X, y = make_regression(150, 40, noise=1.0, random_state=2)
     X[np.abs(X) < 0.5] = 0.0
+    from maxmargin.solvers import dual_cd
+
     for Xf in (X, sp.csr_matrix(X)):
         fits = []
-        for plan in STAGED_PLANS:
-            _planned(monkeypatch, plan)
-            est = LinearSVR(loss=loss, dual=True, tol=1e-5, max_iter=5000, epsilon=0.1, random_state=0).fit(Xf, y)
-            fits.append(est.coef_.copy())
+        for whole in (True, False):
+            monkeypatch.setattr(dual_cd, "whole_rows", lambda ld, whole=whole: whole)
+            for plan in STAGED_PLANS:
+                _planned(monkeypatch, plan)
+                est = LinearSVR(loss=loss, dual=True, tol=1e-5, max_iter=5000, epsilon=0.1, random_state=0)
+                fits.append(est.fit(Xf, y).coef_.copy())
         for coef in fits[1:]:
             np.testing.assert_array_equal(coef, fits[0])
 
@@ -1136,6 +1144,24 @@ def test_prefetch_plan_by_shape(monkeypatch):
     n = PREFETCH_STAGED_BYTES // (40 * 8) + 1
     ahead, stages, entries = prefetch_plan(linear_data(rng.normal(size=(n, 40)), 1.0, rows_first=True))
     assert stages == 2 and entries == ahead > 0
+
+
+def test_prefetch_lines_asks_for_every_line_of_a_span_once(monkeypatch):
+    """prefetch_lines walks the 64-byte lines from the one holding arr[lo] to the one holding arr[hi - 1]: counted
+    here through a pure-Python stand-in for the prefetch, on spans that start and end inside lines."""
+    from maxmargin.solvers import _linear_common as lc
+
+    asked = []
+    monkeypatch.setattr(lc, "_address", lambda arr, i: arr.ctypes.data + int(i) * arr.itemsize)
+    monkeypatch.setattr(lc, "_prefetch_address", lambda a: asked.append(int(a)))
+    monkeypatch.setattr(lc, "uint64", int)
+    arr = np.zeros(1000)
+    for lo, hi in [(0, 1), (3, 4), (5, 13), (7, 9), (0, 8), (1, 200), (999, 1000)]:
+        asked.clear()
+        lc.prefetch_lines.py_func(arr, lo, hi)
+        first, last = (arr.ctypes.data + lo * 8) // 64, (arr.ctypes.data + (hi - 1) * 8) // 64
+        assert [a // 64 for a in asked] == list(range(first, last + 1)), (lo, hi)
+        assert all(a % 64 == 0 for a in asked)
 
 
 def test_cache_sizes_from_sysfs_text():

@@ -42,6 +42,7 @@ from numba import njit, prange, uint64
 
 from .._jit import parallel, with_constants
 from ._linear_common import (
+    PREFETCH_WHOLE_MIN_VALUES,
     _prefetch,
     dense_dot,
     drive,
@@ -257,7 +258,9 @@ def _svc_epochs_rec(
                 q = s + (stages - 1) * ahead
                 if q < active:
                     r = W * index[q]
-                    prefetch_span(data, indices, int(R[uint64(r + REC_LO)]), int(R[uint64(r + REC_HI)]), unit)
+                    prefetch_span(
+                        data, indices, int(R[uint64(r + REC_LO)]), int(R[uint64(r + REC_HI)]), unit, WHOLE_ROWS
+                    )
                 if stages == 3:
                     q = s + ahead
                     if q < active:
@@ -344,8 +347,23 @@ def _svc_epochs_rec(
 #: both in one function behind a runtime branch, a9a's epochs ran 7-18% slower although the staged branch never
 #: ran; ``STAGED`` is a compile-time constant of each copy (``_jit.with_constants``)
 STAGED = False
-_svc_epochs_rec_staged = with_constants(_svc_epochs_rec, "_staged", {"STAGED": True}, nogil=True, error_model="numpy")
+#: ... and the staged copy twice more: prefetching every line of a row (``WHOLE_ROWS``) or the first 64 entries from
+#: the row's start (rows of at most :data:`~._linear_common.PREFETCH_WHOLE_MIN_VALUES` values on average; see
+#: :func:`~._linear_common.prefetch_span`).  The plain copy prefetches the first line of the row 2 ahead only.
+WHOLE_ROWS = True
+_svc_epochs_rec_staged = with_constants(
+    _svc_epochs_rec, "_staged", {"STAGED": True, "WHOLE_ROWS": True}, nogil=True, error_model="numpy"
+)
+_svc_epochs_rec_staged_head = with_constants(
+    _svc_epochs_rec, "_staged_head", {"STAGED": True, "WHOLE_ROWS": False}, nogil=True, error_model="numpy"
+)
 _svc_epochs_rec = with_constants(_svc_epochs_rec, "_plain", {"STAGED": False}, nogil=True, error_model="numpy")
+
+
+def whole_rows(ld):
+    """Whether the staged CSR record loops prefetch whole rows for data ``ld`` (more than
+    :data:`~._linear_common.PREFETCH_WHOLE_MIN_VALUES` stored values a row on average)."""
+    return ld.indices.size > PREFETCH_WHOLE_MIN_VALUES * max(ld.n_samples, 1)
 
 
 def _svc_async_epochs(
@@ -656,7 +674,9 @@ def _svr_epochs_rec(
                 q = s + (stages - 1) * ahead
                 if q < active:
                     r = W * index[q]
-                    prefetch_span(data, indices, int(R[uint64(r + REC_LO)]), int(R[uint64(r + REC_HI)]), unit)
+                    prefetch_span(
+                        data, indices, int(R[uint64(r + REC_LO)]), int(R[uint64(r + REC_HI)]), unit, WHOLE_ROWS
+                    )
                 if stages == 3:
                     q = s + ahead
                     if q < active:
@@ -717,7 +737,12 @@ def _svr_epochs_rec(
 #: LinearSVR's dual on CSR rows reads each row's scalars from one record (:func:`_svr_epochs_rec`); False: the five
 #: per-row arrays of :func:`_svr_epochs` (the same iterates; kept for the tests that compare the two)
 RECORDS = True
-_svr_epochs_rec_staged = with_constants(_svr_epochs_rec, "_staged", {"STAGED": True}, nogil=True, error_model="numpy")
+_svr_epochs_rec_staged = with_constants(
+    _svr_epochs_rec, "_staged", {"STAGED": True, "WHOLE_ROWS": True}, nogil=True, error_model="numpy"
+)
+_svr_epochs_rec_staged_head = with_constants(
+    _svr_epochs_rec, "_staged_head", {"STAGED": True, "WHOLE_ROWS": False}, nogil=True, error_model="numpy"
+)
 _svr_epochs_rec = with_constants(_svr_epochs_rec, "_plain", {"STAGED": False}, nogil=True, error_model="numpy")
 
 
@@ -901,7 +926,11 @@ def solve_svc(
             if records[0] is None:
                 records[0] = row_records(y, alpha, QD, diag, upper, ld.indptr)
             R = records[0]
-            epochs = _svc_epochs_rec_staged if plan[1] > 1 else _svc_epochs_rec
+            epochs = (
+                (_svc_epochs_rec_staged if whole_rows(ld) else _svc_epochs_rec_staged_head)
+                if plan[1] > 1
+                else _svc_epochs_rec
+            )
             rec = (R, w, index, istate, fstate, rng, float(tol), int(k), bool(shrinking), ld.unit, plan[0], plan[1])
             code = epochs(ld.data, ld.indices, ld.n_features, float(ld.bias), *rec)
             alpha[:] = R[REC_ALPHA::REC_WIDTH]
@@ -981,7 +1010,11 @@ def solve_svr(
             if records[0] is None:
                 records[0] = row_records(y, beta, QD, lam, upper, ld.indptr)
             R = records[0]
-            run = _svr_epochs_rec_staged if plan[1] > 1 else _svr_epochs_rec
+            run = (
+                (_svr_epochs_rec_staged if whole_rows(ld) else _svr_epochs_rec_staged_head)
+                if plan[1] > 1
+                else _svr_epochs_rec
+            )
             code = run(
                 ld.data,
                 ld.indices,
