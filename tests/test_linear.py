@@ -1289,6 +1289,44 @@ def test_primal_on_the_used_features_only(kind):
     np.testing.assert_allclose(warm.w, cold.w, rtol=1e-4, atol=1e-6)  # both stopped at tol
 
 
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_l1_columns_equal_scipys_transpose(parts, monkeypatch):
+    """cd_l1.to_columns transposes CSR rows itself (one counting and one scattering pass, parts of the rows on
+    threads): the same CSC arrays as scipy's transpose with the bias column appended and sorted row indices, for
+    float32 values, int64 indices, unsorted and duplicate column indices within a row, explicit zeros, empty rows
+    and columns, with and without the bias column."""
+    from maxmargin.solvers import cd_l1
+
+    monkeypatch.setattr(cd_l1, "_transpose_parts", lambda nnz, n_cols: parts)
+
+    def scipys(X, bias):
+        Xc = sp.csc_matrix(X, dtype=np.float64)
+        if bias > 0:
+            Xc = sp.hstack([Xc, sp.csc_matrix(np.full((X.shape[0], 1), float(bias)))], format="csc")
+        return Xc.data, Xc.indices.astype(np.int32), Xc.indptr.astype(np.int64)
+
+    D = sp.random(400, 90, density=0.06, random_state=3, dtype=np.float32).toarray()
+    D[5] = 0.0  # an empty row
+    D[:, 7] = 0.0  # an empty column
+    X = sp.csr_matrix(D)
+    X.data[::11] = 0.0  # explicit zeros stay
+    odd = sp.csr_matrix(  # row 0 with columns out of order, row 2 with a column twice; int64 indices
+        (np.array([3.0, 1.0, 2.0, 4.0, 5.0]), np.array([2, 0, 1, 1, 1], dtype=np.int64), np.array([0, 3, 3, 5])),
+        shape=(3, 4),
+    )
+    for M in (X, X.astype(np.float64), odd, sp.csr_matrix((5, 3))):
+        for bias in (1.0, 0.5, 0.0):
+            ours = cd_l1.to_columns(M, bias)
+            theirs = scipys(M, bias)
+            # scipy keeps a row's duplicates in the order stored, and so do we; row order within a column
+            for a, b in zip(ours, theirs):
+                assert a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
+            assert np.all(np.diff(ours[2]) >= 0)
+            for j in range(ours[2].shape[0] - 1):
+                assert np.all(np.diff(ours[1][ours[2][j] : ours[2][j + 1]]) >= 0)
+
+
 def test_l1_solver_keeps_dense_columns_without_indices():
     """Dense input of mostly nonzeros goes to the L1 solver as whole columns (cd_l1.to_columns: every entry, no row
     indices); the iterates are those of the same data as CSC to rounding (the column sums run in vector lanes,

@@ -49,8 +49,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, uint64
+from numba import njit, prange, uint64
 
+from .._jit import parallel_and_serial
 from ._linear_common import _prefetch, drive, epoch_end, rand_below, rng_state
 from .dual_cd import LinearFit
 
@@ -270,11 +271,80 @@ def to_columns(X, bias):
         if bias > 0:
             F[-1] = float(bias)
         return F.ravel(), np.empty(0, dtype=np.int32), np.arange(0, n * cols + 1, n, dtype=np.int64)
-    Xc = sp.csc_matrix(X, dtype=np.float64)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+    X = X.tocsr()
+    n, nf = X.shape
+    parts = _transpose_parts(X.nnz, nf)
+    split = np.searchsorted(X.indptr, (np.arange(parts + 1) * X.nnz) // parts).astype(np.int64)
+    split[0], split[-1] = 0, n
+    split = np.maximum.accumulate(np.minimum(split, n))
+    transpose = _csr_columns_par if parts > 1 else _csr_columns_ser
+    return transpose(X.data, X.indices, X.indptr, n, nf, float(bias), split)
+
+
+#: :func:`to_columns` transposes CSR rows on several threads (at most :data:`TRANSPOSE_MAX_PARTS`) when there are
+#: at least this many stored values ...
+TRANSPOSE_PARALLEL_MIN_VALUES = 100_000
+#: ... and at most this many columns times threads per stored value (each thread counts every column: 2**20
+#: hashed columns for 300,000 values would cost more than the transpose)
+TRANSPOSE_MAX_COLUMNS_PER_VALUE = 0.5
+TRANSPOSE_MAX_PARTS = 4
+
+
+def _transpose_parts(nnz, n_cols):
+    from .._threads import cores
+
+    if nnz < TRANSPOSE_PARALLEL_MIN_VALUES:
+        return 1
+    parts = min(cores(), TRANSPOSE_MAX_PARTS)
+    while parts > 1 and n_cols * parts > TRANSPOSE_MAX_COLUMNS_PER_VALUE * nnz:
+        parts -= 1
+    return max(parts, 1)
+
+
+def _csr_columns(data, indices, indptr, n, nf, bias, split):
+    """CSC arrays ``(data float64, row indices int32 in increasing order, indptr int64)`` of CSR rows, with the
+    constant column ``bias`` appended when ``bias > 0``: one counting and one scattering pass, each part of the
+    rows (``split``: row boundaries) on its own thread; part ``t``'s rows go before part ``t + 1``'s in every
+    column, so each column's rows come out in order.  scipy's ``csr_tocsc`` then ``hstack`` and ``sort_indices``
+    took 9 + 2 ms of a 34 ms L1 fit on 20,000 x 47,000 text rows (1.5 million values)."""
+    parts = split.shape[0] - 1
+    counts = np.zeros((parts, nf), dtype=np.int64)
+    for t in prange(parts):
+        for k in range(indptr[split[t]], indptr[split[t + 1]]):
+            counts[t, uint64(indices[k])] += 1
+    n_cols = nf + (1 if bias > 0 else 0)
+    cptr = np.empty(n_cols + 1, dtype=np.int64)
+    cptr[0] = 0
+    pos = 0
+    for j in range(nf):
+        cptr[j] = pos
+        for t in range(parts):
+            c = counts[t, j]
+            counts[t, j] = pos
+            pos += c
+    cptr[nf] = pos
+    nnz = pos + (n if bias > 0 else 0)
+    cdata = np.empty(nnz)
+    cind = np.empty(nnz, dtype=np.int32)
+    for t in prange(parts):
+        for i in range(split[t], split[t + 1]):
+            for k in range(indptr[i], indptr[i + 1]):
+                j = uint64(indices[k])
+                p = counts[t, j]
+                cdata[p] = data[k]
+                cind[p] = i
+                counts[t, j] = p + 1
     if bias > 0:
-        Xc = sp.hstack([Xc, sp.csc_matrix(np.full((X.shape[0], 1), float(bias)))], format="csc")
-    Xc.sort_indices()
-    return Xc.data, Xc.indices.astype(np.int32, copy=False), Xc.indptr.astype(np.int64, copy=False)
+        for i in range(n):
+            cdata[pos + i] = bias
+            cind[pos + i] = i
+        cptr[n_cols] = nnz
+    return cdata, cind, cptr
+
+
+_csr_columns_par, _csr_columns_ser = parallel_and_serial(_csr_columns, nogil=True)
 
 
 def is_dense_layout(cdata, cindices):
