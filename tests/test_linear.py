@@ -1327,6 +1327,28 @@ def test_l1_columns_equal_scipys_transpose(parts, monkeypatch):
                 assert np.all(np.diff(ours[1][ours[2][j] : ours[2][j + 1]]) >= 0)
 
 
+def test_crammer_singer_primal_on_threads_equals_one_thread_and_numpy():
+    """The Crammer-Singer objective's pass (blocks of rows on threads, their sums added in order) gives the same
+    bits on threads as on one, and the objective a NumPy computation gives from the weights."""
+    from maxmargin.solvers import crammer_singer
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(4)
+    X = sp.random(3000, 400, density=0.05, format="csr", random_state=5)
+    y = rng.integers(0, 7, size=3000)
+    C = rng.uniform(0.5, 2.0, size=3000)
+    ld = linear_data(X, 1.0)
+    Wt = rng.normal(size=(ld.n_weights, 7))
+    args = (*ld.args(), y.astype(np.int64), C, Wt)
+    par, ser = crammer_singer._primal_par(*args), crammer_singer._primal_ser(*args)
+    assert par == ser
+    F = X @ Wt[:-1] + Wt[-1]
+    margins = 1.0 + F - F[np.arange(3000), y][:, None]
+    margins[np.arange(3000), y] = 0.0
+    expected = 0.5 * np.sum(Wt * Wt) + C @ np.maximum(margins.max(axis=1), 0.0)
+    np.testing.assert_allclose(par, expected, rtol=1e-12)
+
+
 def test_l1_solver_keeps_dense_columns_without_indices():
     """Dense input of mostly nonzeros goes to the L1 solver as whole columns (cd_l1.to_columns: every entry, no row
     indices); the iterates are those of the same data as CSC to rounding (the column sums run in vector lanes,

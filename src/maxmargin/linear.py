@@ -305,7 +305,13 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
         return int(self.n_jobs)
 
     def _finish(self, fits, nf, bias, t_start):
-        W = np.vstack([np.atleast_2d(f.w) for f in fits])
+        if len(fits) == 1 and np.ndim(fits[0].w) == 2:
+            # Crammer-Singer's weights, a Fortran-ordered view of its feature-major array: coef_ keeps that order,
+            # so no copy (stacking made a C-ordered copy and coef_ then a Fortran-ordered one: ~25 ms of a 220 ms
+            # fit at 20 classes of 130,000 features).  Its warm start reads the dual variables only.
+            W = fits[0].w
+        else:
+            W = np.vstack([np.atleast_2d(f.w) for f in fits])
         coef = W[:, :nf]
         self.n_iter_ = int(max(f.n_iter for f in fits))
         self.objective_ = np.array([f.objective for f in fits])

@@ -31,8 +31,9 @@ sparse rows 0.66x the time at a lower objective.)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from numba import njit, prange, uint64
 
+from .._jit import parallel_and_serial
 from ._linear_common import (
     _prefetch,
     drive,
@@ -329,27 +330,51 @@ def _epochs(
     return 1
 
 
-@njit(cache=True, nogil=True)
-def _primal(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt):
-    """The primal objective at the feature-major weights ``Wt`` (n_weights, k)."""
+#: the primal objective's pass over the rows: blocks of this many rows, on Numba's threads from
+#: :data:`PRIMAL_PARALLEL_MIN_VALUES` stored values on
+PRIMAL_BLOCK_ROWS = 256
+PRIMAL_PARALLEL_MIN_VALUES = 200_000
+
+
+def _primal_body(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt):
+    """The primal objective at the feature-major weights ``Wt`` (n_weights, k): each block of
+    :data:`PRIMAL_BLOCK_ROWS` rows sums its own losses, and the blocks' sums are added in order, so the value is
+    the same on any number of threads."""
     n = y.shape[0]
     k = Wt.shape[1]
     f = 0.0
     for m in range(k):
         for j in range(Wt.shape[0]):
             f += 0.5 * Wt[j, m] * Wt[j, m]
-    G = np.empty(k)
-    for i in range(n):
-        yi = y[i]
-        _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, G)
-        own = G[yi]
-        worst = 0.0
-        for m in range(k):
-            if m != yi:
-                v = 1.0 + G[m] - own
-                worst = max(worst, v)
-        f += C[i] * worst
+    n_blocks = (n + PRIMAL_BLOCK_ROWS - 1) // PRIMAL_BLOCK_ROWS
+    parts = np.zeros(n_blocks)
+    for b in prange(n_blocks):
+        G = np.empty(k)
+        part = 0.0
+        for i in range(b * PRIMAL_BLOCK_ROWS, min(n, (b + 1) * PRIMAL_BLOCK_ROWS)):
+            yi = y[i]
+            _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, G)
+            own = G[yi]
+            worst = 0.0
+            for m in range(k):
+                if m != yi:
+                    v = 1.0 + G[m] - own
+                    worst = max(worst, v)
+            part += C[i] * worst
+        parts[b] = part
+    for b in range(n_blocks):
+        f += parts[b]
     return f
+
+
+_primal_par, _primal_ser = parallel_and_serial(_primal_body, nogil=True)
+
+
+def _primal(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel=False):
+    """:func:`_primal_body`, on Numba's threads when ``parallel`` and the data hold enough values."""
+    stored = Xd.size if dense else data.shape[0]
+    run = _primal_par if parallel and stored >= PRIMAL_PARALLEL_MIN_VALUES else _primal_ser
+    return run(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt)
 
 
 def solve(
@@ -447,7 +472,11 @@ def solve(
         verbose=verbose,
         name="crammer-singer",
     )
-    primal = _primal(*args, y, C, Wt)
-    W = np.ascontiguousarray(Wt.T)
-    dual = float(-0.5 * np.sum(W * W) - (alpha.sum() - alpha[np.arange(n), y].sum()))
+    primal = _primal(*args, y, C, Wt, parallel=True)
+    # (classes, weights) as a view of the feature-major weights, Fortran-ordered: the estimator's coef_ is kept
+    # in that order anyway, so no copy is made here or there (a C-ordered copy, then a Fortran-ordered one, took
+    # ~25 ms of a 220 ms fit at 20 classes of 130,000 features)
+    W = Wt.T
+    flat = Wt.reshape(-1)
+    dual = float(-0.5 * (flat @ flat) - (alpha.sum() - alpha[np.arange(n), y].sum()))
     return LinearFit(W, alpha, primal, dual, it, fstate[0], status)
