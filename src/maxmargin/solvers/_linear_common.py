@@ -406,20 +406,28 @@ def subset_rows(X, rows):
 # --------------------------------------------------------------------------- compiled helpers
 
 
+def _element_pointer(context, builder, aryty, ary_value, idx):
+    """LLVM IR: the pointer to element ``idx`` of an array argument (no bounds check)."""
+    ary = context.make_array(aryty)(context, builder, ary_value)
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+
+
+def _emit_prefetch(builder, ptr):
+    """LLVM IR: ``llvm.prefetch`` (read, keep in all cache levels, data) of the byte at ``ptr``."""
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+    builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+
+
 @intrinsic
 def _prefetch(typingctx, arr, idx):
     """LLVM's ``prefetch`` (read, keep in all cache levels) of ``arr[idx]``."""
     sig = types.void(arr, idx)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        _emit_prefetch(builder, _element_pointer(context, builder, signature.args[0], args[0], args[1]))
         return context.get_dummy_value()
 
     return sig, codegen
@@ -431,9 +439,7 @@ def _address(typingctx, arr, idx):
     sig = types.uint64(arr, idx)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        ptr = _element_pointer(context, builder, signature.args[0], args[0], args[1])
         return builder.ptrtoint(ptr, ir.IntType(64))
 
     return sig, codegen
@@ -445,12 +451,7 @@ def _prefetch_address(typingctx, addr):
     sig = types.void(addr)
 
     def codegen(context, builder, signature, args):
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
-        ptr = builder.inttoptr(args[0], i8p)
-        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        _emit_prefetch(builder, builder.inttoptr(args[0], ir.IntType(8).as_pointer()))
         return context.get_dummy_value()
 
     return sig, codegen
