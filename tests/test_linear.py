@@ -1279,7 +1279,9 @@ def test_primal_on_the_used_features_only(kind):
     small, kept = compact_columns(ld)
     assert kept.shape[0] == np.unique(X.indices).shape[0] < 0.8 * X.shape[1]
     fits = [tron.solve(ld, y, C, kind=kind, epsilon=0.05, tol=1e-8, compact=c) for c in (False, True)]
-    np.testing.assert_allclose(fits[1].w, fits[0].w, rtol=1e-9, atol=1e-12)
+    # the same weights to rounding: the CG steps' sums keep eight partial sums by position, and dropping columns
+    # moves a weight to another partial sum (session 33), so not bit for bit
+    np.testing.assert_allclose(fits[1].w, fits[0].w, rtol=1e-9, atol=1e-9 * np.abs(fits[0].w).max())
     assert fits[1].objective == pytest.approx(fits[0].objective, rel=1e-12)
     unused = np.setdiff1d(np.arange(X.shape[1]), kept)
     assert np.all(fits[1].w[unused] == 0.0)

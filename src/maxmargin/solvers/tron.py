@@ -240,19 +240,85 @@ F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL = range(5)
 I_IT, I_DONE, I_HV, I_CUR = range(4)
 
 
+# The sums over the m weights below keep eight partial sums (element j in sum j mod 8, the eight added pairwise,
+# then the last m mod 8 elements): one running sum waits for each addition to finish, and the CG steps make five
+# such sums each.  Measured (session 33, AMD EPYC Zen 5): a dot of 30,001 weights 14.9 -> 7.5 us; text2's fit
+# (5 Newton steps, 16 CG steps) spent ~1 ms of 6 in them.  A fixed order: the same bits on every run.
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _dot(a, b):
-    t = 0.0
-    for j in range(a.shape[0]):
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += a[j] * b[j]
+        s1 += a[j + 1] * b[j + 1]
+        s2 += a[j + 2] * b[j + 2]
+        s3 += a[j + 3] * b[j + 3]
+        s4 += a[j + 4] * b[j + 4]
+        s5 += a[j + 5] * b[j + 5]
+        s6 += a[j + 6] * b[j + 6]
+        s7 += a[j + 7] * b[j + 7]
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
         t += a[j] * b[j]
+        j += 1
     return t
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _mdot(a, M, b):
-    t = 0.0
-    for j in range(a.shape[0]):
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += a[j] * M[j] * b[j]
+        s1 += a[j + 1] * M[j + 1] * b[j + 1]
+        s2 += a[j + 2] * M[j + 2] * b[j + 2]
+        s3 += a[j + 3] * M[j + 3] * b[j + 3]
+        s4 += a[j + 4] * M[j + 4] * b[j + 4]
+        s5 += a[j + 5] * M[j + 5] * b[j + 5]
+        s6 += a[j + 6] * M[j + 6] * b[j + 6]
+        s7 += a[j + 7] * M[j + 7] * b[j + 7]
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
         t += a[j] * M[j] * b[j]
+        j += 1
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _precondition(M, r, zv):
+    """zv = M^-1 r; returns z.r (eight partial sums, as :func:`_dot`)."""
+    n = r.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        zv[j] = r[j] / M[j]
+        zv[j + 1] = r[j + 1] / M[j + 1]
+        zv[j + 2] = r[j + 2] / M[j + 2]
+        zv[j + 3] = r[j + 3] / M[j + 3]
+        zv[j + 4] = r[j + 4] / M[j + 4]
+        zv[j + 5] = r[j + 5] / M[j + 5]
+        zv[j + 6] = r[j + 6] / M[j + 6]
+        zv[j + 7] = r[j + 7] / M[j + 7]
+        s0 += zv[j] * r[j]
+        s1 += zv[j + 1] * r[j + 1]
+        s2 += zv[j + 2] * r[j + 2]
+        s3 += zv[j + 3] * r[j + 3]
+        s4 += zv[j + 4] * r[j + 4]
+        s5 += zv[j + 5] * r[j + 5]
+        s6 += zv[j + 6] * r[j + 6]
+        s7 += zv[j + 7] * r[j + 7]
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        zv[j] = r[j] / M[j]
+        t += zv[j] * r[j]
+        j += 1
     return t
 
 
@@ -300,13 +366,69 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kin
 
 
 def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks):
-    """out = H v."""
+    """out = H v; returns v . out (in eight partial sums by j mod 8, as :func:`_dot`: the caller's next sum, made
+    in this pass)."""
     _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
-    for j in range(v.shape[0]):
-        t = v[j]
-        for c in range(chunks):
-            t += acc[c, j]
-        out[j] = t
+    n = v.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += v[j] * _hv_entry(v, acc, chunks, out, j)
+        s1 += v[j + 1] * _hv_entry(v, acc, chunks, out, j + 1)
+        s2 += v[j + 2] * _hv_entry(v, acc, chunks, out, j + 2)
+        s3 += v[j + 3] * _hv_entry(v, acc, chunks, out, j + 3)
+        s4 += v[j + 4] * _hv_entry(v, acc, chunks, out, j + 4)
+        s5 += v[j + 5] * _hv_entry(v, acc, chunks, out, j + 5)
+        s6 += v[j + 6] * _hv_entry(v, acc, chunks, out, j + 6)
+        s7 += v[j + 7] * _hv_entry(v, acc, chunks, out, j + 7)
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        t += v[j] * _hv_entry(v, acc, chunks, out, j)
+        j += 1
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hv_entry(v, acc, chunks, out, j):
+    """out[j] = v[j] plus the chunks' products; returns it."""
+    t = v[j]
+    for c in range(chunks):
+        t += acc[c, j]
+    out[j] = t
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cg_step(s, r, d, Hd, g, alpha):
+    """s += alpha d, r -= alpha Hd; returns s . (r - g) at the new s and r (eight partial sums, as :func:`_dot`)."""
+    n = s.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += _cg_entry(s, r, d, Hd, g, alpha, j)
+        s1 += _cg_entry(s, r, d, Hd, g, alpha, j + 1)
+        s2 += _cg_entry(s, r, d, Hd, g, alpha, j + 2)
+        s3 += _cg_entry(s, r, d, Hd, g, alpha, j + 3)
+        s4 += _cg_entry(s, r, d, Hd, g, alpha, j + 4)
+        s5 += _cg_entry(s, r, d, Hd, g, alpha, j + 5)
+        s6 += _cg_entry(s, r, d, Hd, g, alpha, j + 6)
+        s7 += _cg_entry(s, r, d, Hd, g, alpha, j + 7)
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        t += _cg_entry(s, r, d, Hd, g, alpha, j)
+        j += 1
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cg_entry(s, r, d, Hd, g, alpha, j):
+    sj = s[j] + alpha * d[j]
+    rj = r[j] - alpha * Hd[j]
+    s[j] = sj
+    r[j] = rj
+    return sj * (rj - g[j])
 
 
 def _tron_init(
@@ -386,10 +508,7 @@ def _pcg_start(g, M, s, r, zv, d):
 @njit(cache=True, nogil=True, inline="always")
 def _pcg_turn(M, r, zv, d, zTr):
     """z = M^-1 r and the next direction d = z + (z.r / zTr) d; returns the new z.r."""
-    zTr_new = 0.0
-    for j in range(r.shape[0]):
-        zv[j] = r[j] / M[j]
-        zTr_new += zv[j] * r[j]
+    zTr_new = _precondition(M, r, zv)
     beta = zTr_new / zTr
     for j in range(r.shape[0]):
         d[j] = zv[j] + beta * d[j]
@@ -411,9 +530,8 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, ac
     it = 0
     n_hv = 0
     while zTr > 1e-30:
-        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
+        dHd = _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
         n_hv += 1
-        dHd = _dot(d, Hd)
         if dHd <= 0.0:
             break
         alpha = zTr / dHd
@@ -558,15 +676,11 @@ def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc
     it = 0
     while it < max(m, 5):
         it += 1
-        _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
-        dHd = _dot(d, Hd)
+        dHd = _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
         if dHd <= 1e-16:
             break
         alpha = zTr / dHd
-        for j in range(m):
-            s[j] += alpha * d[j]
-            r[j] -= alpha * Hd[j]
-        Q = -0.5 * (_dot(s, r) - _dot(s, g))
+        Q = -0.5 * _cg_step(s, r, d, Hd, g, alpha)
         Qdiff = Q - Q_prev
         if Q > 0.0 or Qdiff > 0.0 or it * Qdiff >= cgtol * Q:
             break
