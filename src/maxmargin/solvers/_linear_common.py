@@ -577,10 +577,11 @@ def prefetch_span(data, indices, lo, hi, unit, whole=False):
     line of them (its first :data:`PREFETCH_ROW_ENTRIES`, the last line included); else the lines of the first 64
     entries counted from ``lo`` (the scheme before session 33: a row that starts inside a line loses its last
     line, a longer row its tail -- each a miss to memory when the loop reaches it).  Measured on a 1 MB-L2 host
-    (dual CD epochs in a random row order), ``whole`` against not: 7 values a row (short_text) 0.77x the fit
-    time, 13 a row (tweet-like text) 0.72-0.93x, 76 a row (rcv1-like) 0.90-0.96x, 225 a row 0.73-0.85x; but 2.7 a
-    row (hashed300k after the fold) 1.25-1.35x, although for rows of at most 4 entries the two ask for the same
-    lines -- the compiled loop itself ran slower, so the CSR record loops are compiled twice
+    (session 33, LinearSVC's dual fits, ``whole`` against not): 7 values a row (short_text) 0.77-0.81x the time,
+    225 a row (news20-like) 0.79-0.85x, 1,024 a row 0.86x, LinearSVR on 13 and 76 a row 0.79x and 0.90x; 13 and 76
+    a row (LinearSVC) 0.96-1.01x; 51 a row (real-sim-like, weights in the L2) 1.05-1.09x, a loss.  On rows of 2.7
+    values (hashed300k after the fold) 1.25-1.35x although rows of at most 4 entries ask for the same lines -- the
+    compiled loop itself ran slower -- so the CSR record loops are compiled twice
     (:data:`maxmargin.solvers.dual_cd.WHOLE_ROWS`) and short rows keep the old one."""
     if whole:
         end = min(hi, lo + PREFETCH_ROW_ENTRIES)
