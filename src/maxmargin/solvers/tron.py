@@ -241,11 +241,12 @@ I_IT, I_DONE, I_HV, I_CUR = range(4)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _term(kind, j, a, b, c, d, e, x):
+def _term(kind, j, a, b, c, d, e, x, acc, chunks):
     r"""Term ``j`` of the sum :func:`_lane_sum` makes (``kind`` a constant at each call, so the branch compiles away):
     0 :math:`a_j b_j`; 1 :math:`a_j b_j c_j`; 2 sets :math:`c_j = a_j / b_j`, gives :math:`c_j a_j` (the
     preconditioned residual); 3 the CG step on ``s, r, d, Hd, g = a, b, c, d, e`` with step ``x``: :math:`s_j
-    \mathrel{+}= x d_j`, :math:`r_j \mathrel{-}= x Hd_j`, gives :math:`s_j (r_j - g_j)`."""
+    \mathrel{+}= x d_j`, :math:`r_j \mathrel{-}= x Hd_j`, gives :math:`s_j (r_j - g_j)`; 4 the Hessian product's
+    end: :math:`b_j = a_j + \sum_c acc_{c,j}` (the threads' parts), gives :math:`a_j b_j`."""
     if kind == 0:
         return a[j] * b[j]
     elif kind == 1:
@@ -253,15 +254,25 @@ def _term(kind, j, a, b, c, d, e, x):
     elif kind == 2:
         c[j] = a[j] / b[j]
         return c[j] * a[j]
-    sj = a[j] + x * c[j]
-    rj = b[j] - x * d[j]
-    a[j] = sj
-    b[j] = rj
-    return sj * (rj - e[j])
+    elif kind == 3:
+        sj = a[j] + x * c[j]
+        rj = b[j] - x * d[j]
+        a[j] = sj
+        b[j] = rj
+        return sj * (rj - e[j])
+    t = a[j]
+    for q in range(chunks):
+        t += acc[q, j]
+    b[j] = t
+    return a[j] * t
+
+
+#: the unused ``acc`` of the sums other than the Hessian product's
+_NO_ACC = np.zeros((1, 1))
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lane_sum(kind, a, b, c, d, e, x):
+def _lane_sum(kind, a, b, c, d, e, x, acc=_NO_ACC, chunks=0):
     """The sum of :func:`_term` over ``j < len(a)``, in eight partial sums (term j in sum j mod 8, the eight added
     pairwise, then the last ``len(a) mod 8`` terms): one running sum waits for each addition to finish, and the CG
     steps make five such sums over the m weights each.  Measured (session 33, AMD EPYC Zen 5): a dot of 30,001
@@ -271,18 +282,18 @@ def _lane_sum(kind, a, b, c, d, e, x):
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     j = 0
     while j + 8 <= n:
-        s0 += _term(kind, j, a, b, c, d, e, x)
-        s1 += _term(kind, j + 1, a, b, c, d, e, x)
-        s2 += _term(kind, j + 2, a, b, c, d, e, x)
-        s3 += _term(kind, j + 3, a, b, c, d, e, x)
-        s4 += _term(kind, j + 4, a, b, c, d, e, x)
-        s5 += _term(kind, j + 5, a, b, c, d, e, x)
-        s6 += _term(kind, j + 6, a, b, c, d, e, x)
-        s7 += _term(kind, j + 7, a, b, c, d, e, x)
+        s0 += _term(kind, j, a, b, c, d, e, x, acc, chunks)
+        s1 += _term(kind, j + 1, a, b, c, d, e, x, acc, chunks)
+        s2 += _term(kind, j + 2, a, b, c, d, e, x, acc, chunks)
+        s3 += _term(kind, j + 3, a, b, c, d, e, x, acc, chunks)
+        s4 += _term(kind, j + 4, a, b, c, d, e, x, acc, chunks)
+        s5 += _term(kind, j + 5, a, b, c, d, e, x, acc, chunks)
+        s6 += _term(kind, j + 6, a, b, c, d, e, x, acc, chunks)
+        s7 += _term(kind, j + 7, a, b, c, d, e, x, acc, chunks)
         j += 8
     t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
     while j < n:
-        t += _term(kind, j, a, b, c, d, e, x)
+        t += _term(kind, j, a, b, c, d, e, x, acc, chunks)
         j += 1
     return t
 
@@ -355,12 +366,7 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kin
 def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks):
     """out = H v; returns v . out (the CG step's next sum)."""
     _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
-    for j in range(v.shape[0]):
-        t = v[j]
-        for c in range(chunks):
-            t += acc[c, j]
-        out[j] = t
-    return _dot(v, out)
+    return _lane_sum(4, v, out, v, v, v, 0.0, acc, chunks)
 
 
 def _tron_init(
