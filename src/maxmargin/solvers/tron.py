@@ -240,84 +240,89 @@ F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL = range(5)
 I_IT, I_DONE, I_HV, I_CUR = range(4)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _term(kind, j, a, b, c, d, e, x, acc, chunks):
-    r"""Term ``j`` of the sum :func:`_lane_sum` makes (``kind`` a constant at each call, so the branch compiles away):
-    0 :math:`a_j b_j`; 1 :math:`a_j b_j c_j`; 2 sets :math:`c_j = a_j / b_j`, gives :math:`c_j a_j` (the
-    preconditioned residual); 3 the CG step on ``s, r, d, Hd, g = a, b, c, d, e`` with step ``x``: :math:`s_j
-    \mathrel{+}= x d_j`, :math:`r_j \mathrel{-}= x Hd_j`, gives :math:`s_j (r_j - g_j)`; 4 the Hessian product's
-    end: :math:`b_j = a_j + \sum_c acc_{c,j}` (the threads' parts), gives :math:`a_j b_j`."""
-    if kind == 0:
-        return a[j] * b[j]
-    elif kind == 1:
-        return a[j] * b[j] * c[j]
-    elif kind == 2:
-        c[j] = a[j] / b[j]
-        return c[j] * a[j]
-    elif kind == 3:
-        sj = a[j] + x * c[j]
-        rj = b[j] - x * d[j]
-        a[j] = sj
-        b[j] = rj
-        return sj * (rj - e[j])
-    t = a[j]
-    for q in range(chunks):
-        t += acc[q, j]
-    b[j] = t
-    return a[j] * t
-
-
-#: the unused ``acc`` of the sums other than the Hessian product's
-_NO_ACC = np.zeros((1, 1))
+# The sums over the m weights below keep eight partial sums (element j in sum j mod 8, the eight added pairwise,
+# then the last m mod 8 elements): one running sum waits for each addition to finish, and the CG steps make five
+# such sums each.  Measured (session 33, AMD EPYC Zen 5): a dot of 30,001 weights 14.9 -> 7.5 us; text2's fit
+# (5 Newton steps, 16 CG steps) spent ~1 ms of 6 in them.  A fixed order: the same bits on every run.
+# The eight lanes are written out in each of the five sums (here, :func:`_c_hess_vec`, :func:`_cg_step`): one
+# generic sum over an inlined term with a constant ``kind`` gave the same code but compiled the TRON family in 53 s
+# instead of 22 s in a fresh process (17 s before the lanes), so it was not kept.
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lane_sum(kind, a, b, c, d, e, x, acc=_NO_ACC, chunks=0):
-    """The sum of :func:`_term` over ``j < len(a)``, in eight partial sums (term j in sum j mod 8, the eight added
-    pairwise, then the last ``len(a) mod 8`` terms): one running sum waits for each addition to finish, and the CG
-    steps make five such sums over the m weights each.  Measured (session 33, AMD EPYC Zen 5): a dot of 30,001
-    weights 14.9 -> 7.5 us; text2's fit (5 Newton steps, 16 CG steps) spent ~1 ms of 6 in them.  A fixed order:
-    the same bits on every run."""
+def _dot(a, b):
     n = a.shape[0]
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     j = 0
     while j + 8 <= n:
-        s0 += _term(kind, j, a, b, c, d, e, x, acc, chunks)
-        s1 += _term(kind, j + 1, a, b, c, d, e, x, acc, chunks)
-        s2 += _term(kind, j + 2, a, b, c, d, e, x, acc, chunks)
-        s3 += _term(kind, j + 3, a, b, c, d, e, x, acc, chunks)
-        s4 += _term(kind, j + 4, a, b, c, d, e, x, acc, chunks)
-        s5 += _term(kind, j + 5, a, b, c, d, e, x, acc, chunks)
-        s6 += _term(kind, j + 6, a, b, c, d, e, x, acc, chunks)
-        s7 += _term(kind, j + 7, a, b, c, d, e, x, acc, chunks)
+        s0 += a[j] * b[j]
+        s1 += a[j + 1] * b[j + 1]
+        s2 += a[j + 2] * b[j + 2]
+        s3 += a[j + 3] * b[j + 3]
+        s4 += a[j + 4] * b[j + 4]
+        s5 += a[j + 5] * b[j + 5]
+        s6 += a[j + 6] * b[j + 6]
+        s7 += a[j + 7] * b[j + 7]
         j += 8
     t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
     while j < n:
-        t += _term(kind, j, a, b, c, d, e, x, acc, chunks)
+        t += a[j] * b[j]
         j += 1
     return t
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dot(a, b):
-    return _lane_sum(0, a, b, a, a, a, 0.0)
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _mdot(a, M, b):
-    return _lane_sum(1, a, M, b, a, a, 0.0)
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += a[j] * M[j] * b[j]
+        s1 += a[j + 1] * M[j + 1] * b[j + 1]
+        s2 += a[j + 2] * M[j + 2] * b[j + 2]
+        s3 += a[j + 3] * M[j + 3] * b[j + 3]
+        s4 += a[j + 4] * M[j + 4] * b[j + 4]
+        s5 += a[j + 5] * M[j + 5] * b[j + 5]
+        s6 += a[j + 6] * M[j + 6] * b[j + 6]
+        s7 += a[j + 7] * M[j + 7] * b[j + 7]
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        t += a[j] * M[j] * b[j]
+        j += 1
+    return t
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _precondition(M, r, zv):
-    """zv = M^-1 r; returns z.r."""
-    return _lane_sum(2, r, M, zv, r, r, 0.0)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cg_step(s, r, d, Hd, g, alpha):
-    """s += alpha d, r -= alpha Hd; returns s . (r - g) at the new s and r."""
-    return _lane_sum(3, s, r, d, Hd, g, alpha)
+    """zv = M^-1 r; returns z.r (eight partial sums, as :func:`_dot`)."""
+    n = r.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        zv[j] = r[j] / M[j]
+        zv[j + 1] = r[j + 1] / M[j + 1]
+        zv[j + 2] = r[j + 2] / M[j + 2]
+        zv[j + 3] = r[j + 3] / M[j + 3]
+        zv[j + 4] = r[j + 4] / M[j + 4]
+        zv[j + 5] = r[j + 5] / M[j + 5]
+        zv[j + 6] = r[j + 6] / M[j + 6]
+        zv[j + 7] = r[j + 7] / M[j + 7]
+        s0 += zv[j] * r[j]
+        s1 += zv[j + 1] * r[j + 1]
+        s2 += zv[j + 2] * r[j + 2]
+        s3 += zv[j + 3] * r[j + 3]
+        s4 += zv[j + 4] * r[j + 4]
+        s5 += zv[j + 5] * r[j + 5]
+        s6 += zv[j + 6] * r[j + 6]
+        s7 += zv[j + 7] * r[j + 7]
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        zv[j] = r[j] / M[j]
+        t += zv[j] * r[j]
+        j += 1
+    return t
 
 
 @njit(cache=True, nogil=True)
@@ -364,9 +369,69 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kin
 
 
 def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks):
-    """out = H v; returns v . out (the CG step's next sum)."""
+    """out = H v; returns v . out (in eight partial sums by j mod 8, as :func:`_dot`: the caller's next sum, made
+    in this pass)."""
     _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
-    return _lane_sum(4, v, out, v, v, v, 0.0, acc, chunks)
+    n = v.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += v[j] * _hv_entry(v, acc, chunks, out, j)
+        s1 += v[j + 1] * _hv_entry(v, acc, chunks, out, j + 1)
+        s2 += v[j + 2] * _hv_entry(v, acc, chunks, out, j + 2)
+        s3 += v[j + 3] * _hv_entry(v, acc, chunks, out, j + 3)
+        s4 += v[j + 4] * _hv_entry(v, acc, chunks, out, j + 4)
+        s5 += v[j + 5] * _hv_entry(v, acc, chunks, out, j + 5)
+        s6 += v[j + 6] * _hv_entry(v, acc, chunks, out, j + 6)
+        s7 += v[j + 7] * _hv_entry(v, acc, chunks, out, j + 7)
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        t += v[j] * _hv_entry(v, acc, chunks, out, j)
+        j += 1
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hv_entry(v, acc, chunks, out, j):
+    """out[j] = v[j] plus the chunks' products; returns it."""
+    t = v[j]
+    for c in range(chunks):
+        t += acc[c, j]
+    out[j] = t
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cg_step(s, r, d, Hd, g, alpha):
+    """s += alpha d, r -= alpha Hd; returns s . (r - g) at the new s and r (eight partial sums, as :func:`_dot`)."""
+    n = s.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    j = 0
+    while j + 8 <= n:
+        s0 += _cg_entry(s, r, d, Hd, g, alpha, j)
+        s1 += _cg_entry(s, r, d, Hd, g, alpha, j + 1)
+        s2 += _cg_entry(s, r, d, Hd, g, alpha, j + 2)
+        s3 += _cg_entry(s, r, d, Hd, g, alpha, j + 3)
+        s4 += _cg_entry(s, r, d, Hd, g, alpha, j + 4)
+        s5 += _cg_entry(s, r, d, Hd, g, alpha, j + 5)
+        s6 += _cg_entry(s, r, d, Hd, g, alpha, j + 6)
+        s7 += _cg_entry(s, r, d, Hd, g, alpha, j + 7)
+        j += 8
+    t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < n:
+        t += _cg_entry(s, r, d, Hd, g, alpha, j)
+        j += 1
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cg_entry(s, r, d, Hd, g, alpha, j):
+    sj = s[j] + alpha * d[j]
+    rj = r[j] - alpha * Hd[j]
+    s[j] = sj
+    r[j] = rj
+    return sj * (rj - g[j])
 
 
 def _tron_init(
