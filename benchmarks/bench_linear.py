@@ -69,6 +69,12 @@ SETS = (
     "imbal100k",
     "short_text",
     "classes200",
+    "news20b",
+    "rcv1b",
+    "realsim",
+    "longdocs",
+    "tweets",
+    "news20m",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

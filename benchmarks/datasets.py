@@ -338,6 +338,87 @@ def classes200(n=16_000, n_test=4_000, d=5_000, k=200, seed=54):
     return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
 
 
+
+# --------------------------------------------------------------------------- wide text (session 33's shapes)
+#
+# Binary and 20-class TF-IDF text in the shapes of the usual LIBLINEAR benchmarks (news20, rcv1, real-sim, long
+# documents, tweets), generated with fixed seeds.  Session 33 built them in scratch code; since session 34 they
+# live here.  The words are drawn in one vectorised pass (:func:`_zipf_words`): ``_zipf_docs`` draws row by row,
+# which costs O(vocab) a row and takes minutes at 10^5 rows over 10^6 words.
+
+
+def _zipf_words(rng, lengths, vocab, topics, topic_share, exponent=1.1):
+    """CSR word counts, as :func:`_zipf_docs` but vectorised: row ``i`` has ``lengths[i]`` words, each from the
+    global Zipf law (``exponent``) over ``vocab`` words or, with probability ``topic_share``, from the row's
+    topic vocabulary ``topics[i]`` (an array of word ids; rank r drawn with probability ~ r**-1.3)."""
+    import scipy.sparse as sp
+
+    m = lengths.shape[0]
+    cdf = np.cumsum(1.0 / np.arange(1, vocab + 1) ** exponent)
+    cdf /= cdf[-1]
+    total = int(lengths.sum())
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.minimum(np.searchsorted(cdf, rng.random(total)), vocab - 1)
+    own = np.flatnonzero(rng.random(total) < topic_share)
+    if own.size:
+        # topic words: rank from a Zipf law over the topic's own words
+        sizes = np.array([len(topics[i]) for i in range(m)])
+        rank = np.minimum(rng.zipf(1.3, size=own.size) - 1, sizes[rows[own]] - 1)
+        flat = np.concatenate([np.asarray(t) for t in topics])
+        start = np.r_[0, np.cumsum(sizes)[:-1]]
+        cols[own] = flat[start[rows[own]] + rank]
+    X = sp.csr_matrix((np.ones(total), (rows, cols)), shape=(m, vocab))
+    X.sum_duplicates()
+    return X
+
+
+def _wide_text(n, n_test, vocab, mean_words, topic_size, topic_share, seed, n_classes=2):
+    """Labels and TF-IDF rows (unit length) from :func:`_zipf_words`: each class has ``topic_size`` words of its
+    own among the first half of the vocabulary; document lengths Poisson(``mean_words``) + 3."""
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    y = rng.integers(0, n_classes, size=m)
+    topic_words = [rng.choice(vocab // 2, size=topic_size, replace=False) for _ in range(n_classes)]
+    lengths = rng.poisson(mean_words, size=m) + 3
+    X = _zipf_words(rng, lengths, vocab, [topic_words[c] for c in y], topic_share)
+    Xtr, idf = _tfidf(X[:n])
+    Xte, _ = _tfidf(X[n:], idf)
+    if n_classes == 2:
+        y = np.where(y == 1, 1, -1)
+    return _int32(Xtr), y[:n], _int32(Xte), y[n:], dict(C=1.0, gamma=1.0)
+
+
+def news20b(n=12_000, n_test=4_000, seed=61):
+    """news20.binary's shape: 12k documents over 1,000,000 words, ~240 distinct words a document (long tail:
+    most words occur once in the corpus)."""
+    return _wide_text(n, n_test, 1_000_000, 400, 600, 0.05, seed)
+
+
+def rcv1b(n=20_000, n_test=5_000, seed=62):
+    """rcv1.binary's shape: 20k documents over 47,000 words, ~75 distinct words a document."""
+    return _wide_text(n, n_test, 47_000, 108, 500, 0.05, seed)
+
+
+def realsim(n=60_000, n_test=12_000, seed=63):
+    """real-sim's shape: 60k documents over 20,000 words, ~50 distinct words a document."""
+    return _wide_text(n, n_test, 20_000, 69, 400, 0.05, seed)
+
+
+def longdocs(n=3_000, n_test=1_000, seed=64):
+    """Few long documents: 3k rows over 100,000 words, ~1,000 distinct words a row (a pass over the rows is
+    larger than the L3 cache: memory-bound)."""
+    return _wide_text(n, n_test, 100_000, 2_600, 800, 0.04, seed)
+
+
+def tweets(n=100_000, n_test=20_000, seed=65):
+    """Many very short documents: 100k rows over 200,000 words, ~13 distinct words a row."""
+    return _wide_text(n, n_test, 200_000, 11, 300, 0.15, seed)
+
+
+def news20m(n=11_000, n_test=4_000, seed=66):
+    """news20's multi-class shape: 20 classes, 11k documents over 130,000 words, ~130 distinct words a row."""
+    return _wide_text(n, n_test, 130_000, 195, 500, 0.06, seed, n_classes=20)
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -354,4 +435,10 @@ LOADERS.update(
     imbal100k=imbal100k,
     short_text=short_text,
     classes200=classes200,
+    news20b=news20b,
+    rcv1b=rcv1b,
+    realsim=realsim,
+    longdocs=longdocs,
+    tweets=tweets,
+    news20m=news20m,
 )

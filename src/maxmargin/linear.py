@@ -304,6 +304,13 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             return 1
         return int(self.n_jobs)
 
+    def _split_threads(self, n_problems):
+        """Threads offered to one binary dual CD problem for the split epochs (``dual_split``: reproducible, so
+        seeded fits use them too): ``n_jobs`` (the cores when unset) for a single problem, else 1."""
+        if n_problems != 1:
+            return 1
+        return int(os.cpu_count() or 1) if self.n_jobs is None else int(self.n_jobs)
+
     def _finish(self, fits, nf, bias, t_start):
         if len(fits) == 1 and np.ndim(fits[0].w) == 2:
             # Crammer-Singer's weights, a Fortran-ordered view of its feature-major array: coef_ keeps that order,
@@ -471,6 +478,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         seed=s,
                         alpha0=prev_dual,
                         n_threads=self._async_threads(len(targets)),
+                        split_threads=self._split_threads(len(targets)),
                         primal_data=dense_ld,
                         **opts,
                     )
@@ -484,6 +492,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         seed=s,
                         alpha0=prev_dual,
                         n_threads=self._async_threads(len(targets)),
+                        split_threads=self._split_threads(len(targets)),
                         **opts,
                     )
                 if solver == 2:

@@ -1,0 +1,176 @@
+"""The split dual coordinate descent (``solvers.dual_split``): two threads, each owning half of the features, with
+the same iterates as one thread running both halves; and LinearSVC through it against the plain solver."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from maxmargin import LinearSVC
+from maxmargin.solvers import _linear_common as lc
+from maxmargin.solvers import dual_cd, dual_split
+
+
+def long_rows(n=240, d=3000, per_row=140, seed=0, unit=False, dtype=np.float64):
+    """Sparse rows of ~``per_row`` values over ``d`` columns (Zipf-like column use, some columns in one row only),
+    labels from planted weights plus noise."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, d + 1) ** 0.9
+    p /= p.sum()
+    rows = np.repeat(np.arange(n), per_row)
+    cols = rng.choice(d, size=rows.size, p=p)
+    vals = np.ones(rows.size) if unit else rng.random(rows.size) + 0.1
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, d))
+    X.sum_duplicates()
+    if unit:
+        X.data[:] = 1.0
+    X = sp.csr_matrix(X, dtype=dtype)
+    X.sort_indices()
+    s = X @ rng.normal(size=d)
+    y = np.where(s + 0.3 * s.std() * rng.normal(size=n) > np.median(s), 1.0, -1.0)
+    return X, y
+
+
+def _epochs(ld, y, threads, C=1.0, squared=True, chunk=100, tol=1e-3, m=None):
+    n = y.shape[0]
+    Cs = np.full(n, C)
+    diag = 0.5 / Cs if squared else np.zeros(n)
+    upper = np.full(n, np.inf) if squared else Cs
+    QD = lc.row_sqnorms(*ld.args()) + diag
+    m = dual_split.split_column(ld) if m is None else m
+    se = dual_split.SplitEpochs(
+        ld, y, np.zeros(n), QD, diag, upper, np.zeros(ld.n_weights), np.arange(n), lc.rng_state(3), m, threads=threads
+    )
+    code, k = 1, 0
+    while code == 1 and k < 1000:
+        code = se.run(chunk, tol, True)
+        k += 1
+    return se
+
+
+def test_split_points_are_each_rows_searchsorted():
+    X, _ = long_rows(n=50, d=500, per_row=40)
+    for m in (0, 1, 37, 256, 499, 500):
+        mid = dual_split.split_points(X.indices, X.indptr.astype(np.int64), m)
+        want = [X.indptr[i] + np.searchsorted(X.indices[X.indptr[i] : X.indptr[i + 1]], m) for i in range(50)]
+        np.testing.assert_array_equal(mid, want)
+
+
+def test_split_column_is_a_multiple_of_8_inside_the_features():
+    X, _ = long_rows()
+    ld = lc.linear_data(X, 1.0)
+    m = dual_split.split_column(ld)
+    assert m % 8 == 0 and 0 < m < X.shape[1]
+    share = np.mean(ld.indices < m)
+    assert 0.4 < share < 0.75  # near the quantile of the stored values' columns
+
+
+@pytest.mark.parametrize(
+    "unit, dtype, bias, squared",
+    [
+        (False, np.float64, 1.0, True),
+        (False, np.float64, 1.0, False),
+        (True, np.float64, 1.0, True),
+        (False, np.float32, 2.5, True),
+        (False, np.float64, -1.0, False),
+    ],
+)
+def test_threads_give_the_serial_modes_bits(unit, dtype, bias, squared):
+    X, y = long_rows(unit=unit, dtype=dtype)
+    ld = lc.linear_data(X, bias)
+    ref = _epochs(ld, y, threads=False, squared=squared)
+    assert ref.thread_epochs == 0 and ref.epochs > 2
+    for chunk in (1, 100):
+        got = _epochs(ld, y, threads=True, squared=squared, chunk=chunk)
+        np.testing.assert_array_equal(got.alpha(), ref.alpha())
+        np.testing.assert_array_equal(got.w, ref.w)
+        assert got.epochs == ref.epochs
+
+
+def test_stalled_threads_hand_over_to_the_serial_mode_at_the_same_row(monkeypatch):
+    X, y = long_rows()
+    ld = lc.linear_data(X, 1.0)
+    ref = _epochs(ld, y, threads=False)
+    monkeypatch.setattr(dual_split, "SPIN_LIMIT", -1)  # every wait is a stall: the threads stop after a row or two
+    got = _epochs(ld, y, threads=True, chunk=1)
+    assert got.stalls == dual_split.MAX_STALLS
+    np.testing.assert_array_equal(got.alpha(), ref.alpha())
+    np.testing.assert_array_equal(got.w, ref.w)
+
+
+def test_the_split_solves_the_same_problem_as_the_plain_solver():
+    X, y = long_rows(n=300)
+    ld = lc.linear_data(X, 1.0)
+    se = _epochs(ld, y, threads=True, tol=1e-9)
+    alpha = se.alpha()
+    w = lc.np.zeros(ld.n_weights)
+    lc.weighted_sum(alpha * y, w, *ld.args())
+    np.testing.assert_allclose(se.w, w, rtol=1e-9, atol=1e-12)  # w stays sum_i y_i alpha_i x_i
+    plain = dual_cd.solve_svc(ld, y, np.ones(y.shape[0]), tol=1e-9, fold=False)
+    np.testing.assert_allclose(alpha, plain.dual, atol=1e-6 * max(1.0, plain.dual.max()))
+    G = y * lc.all_dots(se.w, *ld.args()) - 1.0 + 0.5 * alpha  # KKT of the squared-hinge dual, alpha >= 0
+    assert np.all(np.where(alpha > 0, np.abs(G), -np.minimum(G, 0.0)) < 1e-7)
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Let LinearSVC take the split epochs on small data (its thresholds are for speed, not correctness)."""
+    monkeypatch.setattr(dual_split, "SPLIT_MIN_STORED", 0)
+    monkeypatch.setattr(dual_split, "SPLIT_MIN_VALUES", 1)
+    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_linear_svc_through_the_split_meets_the_plain_solver(split_everything, monkeypatch, loss):
+    X, y = long_rows(n=300)
+    split = LinearSVC(loss=loss, tol=1e-8, max_iter=5000, random_state=0).fit(X, y)
+    monkeypatch.setattr(dual_cd, "worth_splitting", lambda ld, n: False)
+    plain = LinearSVC(loss=loss, tol=1e-8, max_iter=5000, random_state=0).fit(X, y)
+    assert abs(split.objective_[0] - plain.objective_[0]) <= 1e-8 * plain.objective_[0]
+    np.testing.assert_allclose(split.coef_, plain.coef_, atol=1e-5 * np.abs(plain.coef_).max())
+    assert np.mean(split.predict(X) == plain.predict(X)) >= 0.995
+
+
+def test_split_fits_are_reproducible_and_use_the_threads(split_everything):
+    X, y = long_rows(n=300, seed=4)
+    ld = lc.linear_data(X, 1.0)
+    fits = [dual_cd.solve_svc(ld, y, np.ones(300), tol=1e-4, seed=5, split_threads=2) for _ in range(2)]
+    assert fits[0].split_thread_epochs > 0
+    np.testing.assert_array_equal(fits[0].w, fits[1].w)
+    a = LinearSVC(random_state=1).fit(X, y)
+    b = LinearSVC(random_state=1).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch):
+    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+    X, y = long_rows(n=3200, d=50_000, per_row=160)
+    ld = lc.linear_data(X, 1.0)
+    assert ld.data.size >= dual_split.SPLIT_MIN_STORED
+    assert dual_split.worth_splitting(ld, 2)
+    assert not dual_split.worth_splitting(ld, 1)
+    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 1)
+    assert not dual_split.worth_splitting(ld, 2)
+    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+    short, _ = long_rows(n=12000, d=50_000, per_row=40)
+    assert not dual_split.worth_splitting(lc.linear_data(short, 1.0), 2)
+    assert not dual_split.worth_splitting(lc.linear_data(np.ones((3000, 200)), 1.0), 2)
+
+
+def test_folded_primal_is_the_primal_of_the_unfolded_weights():
+    rng = np.random.default_rng(2)
+    X, y = long_rows(n=200, d=20000, per_row=30, seed=2)  # many columns used by one row only: the fold applies
+    ld = lc.linear_data(X, 1.0)
+    folded = lc.fold_singletons(ld)
+    assert folded is not None
+    alpha = rng.random(200)
+    C = rng.random(200) + 0.5
+    w_small = np.zeros(folded.ld.n_weights)
+    lc.weighted_sum(alpha * y, w_small, *folded.ld.args())
+    w = folded.weights(w_small, alpha * y, X.shape[1])
+    for squared in (True, False):
+        xi = np.maximum(0.0, 1.0 - y * (X @ w[:-1] + w[-1]))
+        direct = 0.5 * w @ w + C @ (xi * xi if squared else xi)
+        for par in (False, True):
+            got = dual_cd.folded_primal(w_small, folded, alpha, y, C, squared, parallel=par)
+            assert got == pytest.approx(direct, rel=1e-12)
+            assert dual_cd.svc_primal(w, ld, y, C, squared, parallel=par) == pytest.approx(direct, rel=1e-12)
