@@ -233,9 +233,9 @@ _FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
 # family of passes by :func:`_compiled_family`: serial and parallel): on small sets (mushrooms: a fit of ~6 ms)
 # the Python loop and its small-vector NumPy temporaries cost ~0.5 ms a fit.  The state between calls (chunks
 # of iterations, for a callback or time limit) lives in three arrays: ``vec`` (rows W, G, M, S, R, D, HD, ZV,
-# WN below, each of ``m`` weights), ``fstate`` and ``istate``.
+# WN, MI (1/M) below, each of ``m`` weights), ``fstate`` and ``istate``.
 
-W, G, MP, S, R, D, HD, ZV, WN = range(9)
+W, G, MP, S, R, D, HD, ZV, WN, MI = range(10)
 F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL = range(5)
 I_IT, I_DONE, I_HV, I_CUR = range(4)
 
@@ -294,20 +294,20 @@ def _mdot(a, M, b):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _precondition(M, r, zv):
-    """zv = M^-1 r; returns z.r (eight partial sums, as :func:`_dot`)."""
+def _precondition(Mi, r, zv):
+    """zv = M^-1 r (``Mi``: the inverse of the diagonal M); returns z.r (eight partial sums, as :func:`_dot`)."""
     n = r.shape[0]
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     j = 0
     while j + 8 <= n:
-        zv[j] = r[j] / M[j]
-        zv[j + 1] = r[j + 1] / M[j + 1]
-        zv[j + 2] = r[j + 2] / M[j + 2]
-        zv[j + 3] = r[j + 3] / M[j + 3]
-        zv[j + 4] = r[j + 4] / M[j + 4]
-        zv[j + 5] = r[j + 5] / M[j + 5]
-        zv[j + 6] = r[j + 6] / M[j + 6]
-        zv[j + 7] = r[j + 7] / M[j + 7]
+        zv[j] = r[j] * Mi[j]
+        zv[j + 1] = r[j + 1] * Mi[j + 1]
+        zv[j + 2] = r[j + 2] * Mi[j + 2]
+        zv[j + 3] = r[j + 3] * Mi[j + 3]
+        zv[j + 4] = r[j + 4] * Mi[j + 4]
+        zv[j + 5] = r[j + 5] * Mi[j + 5]
+        zv[j + 6] = r[j + 6] * Mi[j + 6]
+        zv[j + 7] = r[j + 7] * Mi[j + 7]
         s0 += zv[j] * r[j]
         s1 += zv[j + 1] * r[j + 1]
         s2 += zv[j + 2] * r[j + 2]
@@ -319,7 +319,7 @@ def _precondition(M, r, zv):
         j += 8
     t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
     while j < n:
-        zv[j] = r[j] / M[j]
+        zv[j] = r[j] * Mi[j]
         t += zv[j] * r[j]
         j += 1
     return t
@@ -355,13 +355,12 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kin
     returns ||g||."""
     _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, chunks)
     m = w.shape[0]
+    _sum_chunks(acc, chunks, 2 * m)
+    a0 = acc[0]
     gn = 0.0
     for j in range(m):
-        gj = w[j]
-        dj = 1.0
-        for t in range(chunks):
-            gj += acc[t, j]
-            dj += acc[t, m + j]
+        gj = w[j] + a0[j]
+        dj = 1.0 + a0[m + j]
         g[j] = gj
         M[j] = (1.0 - ALPHA_PCG) + ALPHA_PCG * dj
         gn += gj * gj
@@ -373,31 +372,42 @@ def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act
     in this pass)."""
     _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
     n = v.shape[0]
+    _sum_chunks(acc, chunks, n)
+    a0 = acc[0]
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     j = 0
     while j + 8 <= n:
-        s0 += v[j] * _hv_entry(v, acc, chunks, out, j)
-        s1 += v[j + 1] * _hv_entry(v, acc, chunks, out, j + 1)
-        s2 += v[j + 2] * _hv_entry(v, acc, chunks, out, j + 2)
-        s3 += v[j + 3] * _hv_entry(v, acc, chunks, out, j + 3)
-        s4 += v[j + 4] * _hv_entry(v, acc, chunks, out, j + 4)
-        s5 += v[j + 5] * _hv_entry(v, acc, chunks, out, j + 5)
-        s6 += v[j + 6] * _hv_entry(v, acc, chunks, out, j + 6)
-        s7 += v[j + 7] * _hv_entry(v, acc, chunks, out, j + 7)
+        s0 += v[j] * _hv_entry(v, a0, out, j)
+        s1 += v[j + 1] * _hv_entry(v, a0, out, j + 1)
+        s2 += v[j + 2] * _hv_entry(v, a0, out, j + 2)
+        s3 += v[j + 3] * _hv_entry(v, a0, out, j + 3)
+        s4 += v[j + 4] * _hv_entry(v, a0, out, j + 4)
+        s5 += v[j + 5] * _hv_entry(v, a0, out, j + 5)
+        s6 += v[j + 6] * _hv_entry(v, a0, out, j + 6)
+        s7 += v[j + 7] * _hv_entry(v, a0, out, j + 7)
         j += 8
     t = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
     while j < n:
-        t += v[j] * _hv_entry(v, acc, chunks, out, j)
+        t += v[j] * _hv_entry(v, a0, out, j)
         j += 1
     return t
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _hv_entry(v, acc, chunks, out, j):
-    """out[j] = v[j] plus the chunks' products; returns it."""
-    t = v[j]
-    for c in range(chunks):
-        t += acc[c, j]
+def _sum_chunks(acc, chunks, n):
+    """acc[0, :n] += acc[c, :n] for the other chunks (a loop over the chunks inside the loop over the weights
+    kept it from vector instructions: text2's combine of two chunks took 55 of a Hessian-vector product's 209 us)."""
+    a0 = acc[0]
+    for c in range(1, chunks):
+        ac = acc[c]
+        for j in range(n):
+            a0[j] += ac[j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hv_entry(v, a0, out, j):
+    """out[j] = v[j] plus the (summed) chunks' products ``a0``; returns it."""
+    t = v[j] + a0[j]
     out[j] = t
     return t
 
@@ -496,22 +506,24 @@ def _tron_init(
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pcg_start(g, M, s, r, zv, d):
-    """s = 0, r = -g, z = M^-1 r, d = z; returns z.r."""
+def _pcg_start(g, M, Mi, s, r, zv, d):
+    """Mi = 1 / M (the CG steps multiply by it: a division a weight cost text2's steps ~30 of ~280 us), s = 0,
+    r = -g, z = M^-1 r, d = z; returns z.r."""
     zTr = 0.0
     for j in range(g.shape[0]):
+        Mi[j] = 1.0 / M[j]
         s[j] = 0.0
         r[j] = -g[j]
-        zv[j] = r[j] / M[j]
+        zv[j] = r[j] * Mi[j]
         d[j] = zv[j]
         zTr += zv[j] * r[j]
     return zTr
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pcg_turn(M, r, zv, d, zTr):
+def _pcg_turn(Mi, r, zv, d, zTr):
     """z = M^-1 r and the next direction d = z + (z.r / zTr) d; returns the new z.r."""
-    zTr_new = _precondition(M, r, zv)
+    zTr_new = _precondition(Mi, r, zv)
     beta = zTr_new / zTr
     for j in range(r.shape[0]):
         d[j] = zv[j] + beta * d[j]
@@ -526,9 +538,9 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, ac
     relative to the total), or when the preconditioned residual vanishes.  Returns the Hessian-vector products
     made.
     """
-    g, M, s, r, d, Hd, zv = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV]
+    g, M, s, r, d, Hd, zv, Mi = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV], vec[MI]
     m = g.shape[0]
-    zTr = _pcg_start(g, M, s, r, zv, d)
+    zTr = _pcg_start(g, M, Mi, s, r, zv, d)
     Q_prev = 0.0
     it = 0
     n_hv = 0
@@ -561,7 +573,7 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, ac
         if Q < 0.0 and it * (Q - Q_prev) >= EPS_CG * Q:
             break
         Q_prev = Q
-        zTr = _pcg_turn(M, r, zv, d, zTr)
+        zTr = _pcg_turn(Mi, r, zv, d, zTr)
     return n_hv
 
 
@@ -671,9 +683,9 @@ def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc
     (LIBLINEAR 2.40's ``NEWTON::pcg``: the steps grow exact as the gradient vanishes, so the method converges
     superlinearly), at a non-decreasing model, at a direction of no curvature, or after ``max(m, 5)`` steps.
     Returns the Hessian-vector products made."""
-    g, M, s, r, d, Hd, zv = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV]
+    g, M, s, r, d, Hd, zv, Mi = vec[G], vec[MP], vec[S], vec[R], vec[D], vec[HD], vec[ZV], vec[MI]
     m = g.shape[0]
-    zTr = _pcg_start(g, M, s, r, zv, d)
+    zTr = _pcg_start(g, M, Mi, s, r, zv, d)
     cgtol = min(EPS_CG, np.sqrt(np.sqrt(zTr)))
     Q_prev = 0.0
     it = 0
@@ -688,7 +700,7 @@ def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc
         if Q > 0.0 or Qdiff > 0.0 or it * Qdiff >= cgtol * Q:
             break
         Q_prev = Q
-        zTr = _pcg_turn(M, r, zv, d, zTr)
+        zTr = _pcg_turn(Mi, r, zv, d, zTr)
     return it
 
 
@@ -856,7 +868,7 @@ class _State:
             self.chunks,
         )
         self.family = _PARALLEL if self.par else _SERIAL
-        self.vec = np.zeros((9, self.m))
+        self.vec = np.zeros((10, self.m))
         self.fstate = np.array([0.0, 0.0, -1.0, 0.0, float(tol)])
         self.istate = np.zeros(4, dtype=np.int64)
 
