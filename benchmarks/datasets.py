@@ -342,9 +342,11 @@ def classes200(n=16_000, n_test=4_000, d=5_000, k=200, seed=54):
 # --------------------------------------------------------------------------- wide text (session 33's shapes)
 #
 # Binary and 20-class TF-IDF text in the shapes of the usual LIBLINEAR benchmarks (news20, rcv1, real-sim, long
-# documents, tweets), generated with fixed seeds.  Session 33 built them in scratch code; since session 34 they
-# live here.  The words are drawn in one vectorised pass (:func:`_zipf_words`): ``_zipf_docs`` draws row by row,
-# which costs O(vocab) a row and takes minutes at 10^5 rows over 10^6 words.
+# documents, tweets), generated with fixed seeds; the share of class words is set so that LIBLINEAR's test accuracy
+# is that of the real sets (news20b 97.0%, rcv1b 96.8%, realsim 97.5%, longdocs 97.5%, tweets 93.7%, news20m 87.8%;
+# session 33's scratch versions were separable, 99.6-100%).  Session 33 built them in scratch code; since
+# session 34 they live here.  The words are drawn in one vectorised pass (:func:`_zipf_words`): ``_zipf_docs``
+# draws row by row, which costs O(vocab) a row and takes minutes at 10^5 rows over 10^6 words.
 
 
 def _zipf_words(rng, lengths, vocab, topics, topic_share, exponent=1.1):
@@ -391,12 +393,12 @@ def _wide_text(n, n_test, vocab, mean_words, topic_size, topic_share, seed, n_cl
 def news20b(n=12_000, n_test=4_000, seed=61):
     """news20.binary's shape: 12k documents over 1,000,000 words, ~240 distinct words a document (long tail:
     most words occur once in the corpus)."""
-    return _wide_text(n, n_test, 1_000_000, 400, 600, 0.05, seed)
+    return _wide_text(n, n_test, 1_000_000, 400, 600, 0.009, seed)
 
 
 def rcv1b(n=20_000, n_test=5_000, seed=62):
     """rcv1.binary's shape: 20k documents over 47,000 words, ~75 distinct words a document."""
-    return _wide_text(n, n_test, 47_000, 108, 500, 0.05, seed)
+    return _wide_text(n, n_test, 47_000, 108, 500, 0.03, seed)
 
 
 def realsim(n=60_000, n_test=12_000, seed=63):
@@ -407,7 +409,7 @@ def realsim(n=60_000, n_test=12_000, seed=63):
 def longdocs(n=3_000, n_test=1_000, seed=64):
     """Few long documents: 3k rows over 100,000 words, ~1,000 distinct words a row (a pass over the rows is
     larger than the L3 cache: memory-bound)."""
-    return _wide_text(n, n_test, 100_000, 2_600, 800, 0.04, seed)
+    return _wide_text(n, n_test, 100_000, 2_600, 800, 0.003, seed)
 
 
 def tweets(n=100_000, n_test=20_000, seed=65):
@@ -417,7 +419,7 @@ def tweets(n=100_000, n_test=20_000, seed=65):
 
 def news20m(n=11_000, n_test=4_000, seed=66):
     """news20's multi-class shape: 20 classes, 11k documents over 130,000 words, ~130 distinct words a row."""
-    return _wide_text(n, n_test, 130_000, 195, 500, 0.06, seed, n_classes=20)
+    return _wide_text(n, n_test, 130_000, 195, 500, 0.015, seed, n_classes=20)
 
 LOADERS.update(
     text2=text2,

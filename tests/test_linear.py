@@ -1257,6 +1257,38 @@ def test_one_row_features_folded_into_the_diagonal(squared, unit):
     assert obj(fits[1].w) == pytest.approx(obj(w_ref), rel=1e-4)
 
 
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "01"])
+def test_fold_on_two_threads_writes_the_one_thread_arrays(monkeypatch, unit):
+    """_fold_entries: the second half of the rows written backwards from the arrays' ends on a second thread gives
+    the arrays of one forward pass (and of NumPy's masks), rows of every kind: empty, all one-row features, none."""
+    from maxmargin.solvers import _linear_common as lc
+
+    X, _ = _hashed(n=401, unit=unit)
+    X = sp.vstack([X, sp.csr_matrix((2, X.shape[1])), X[:3]]).tocsr()  # empty rows; rows of shared features
+    ld = lc.linear_data(X, 1.0, rows_first=True)
+    counts = np.bincount(ld.indices, minlength=X.shape[1])
+    renumber = np.full(X.shape[1], -1, dtype=np.int32)
+    kept = np.flatnonzero(counts >= 2)
+    renumber[kept] = np.arange(kept.size, dtype=np.int32)
+    n_single = int(np.sum(counts == 1))
+    monkeypatch.setattr(lc.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", 0)
+    two = lc._fold_entries(ld.data, ld.indices, ld.indptr, renumber, ld.unit, n_single)
+    monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", 1 << 62)
+    one = lc._fold_entries(ld.data, ld.indices, ld.indptr, renumber, ld.unit, n_single)
+    for a, b in zip(two, one):
+        np.testing.assert_array_equal(a, b)
+    data, indices, indptr, mass, rows, cols, vals = one
+    single = counts[X.indices] == 1
+    kept_X = sp.csr_matrix(X.multiply(sp.csr_matrix(counts >= 2)))
+    kept_X.sort_indices()
+    np.testing.assert_array_equal(indptr, kept_X.indptr)
+    np.testing.assert_array_equal(indices, renumber[kept_X.indices])
+    np.testing.assert_array_equal(cols, X.indices[single])
+    np.testing.assert_array_equal(rows, np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[single])
+    np.testing.assert_allclose(mass, np.bincount(rows, weights=X.data[single] ** 2, minlength=X.shape[0]))
+
+
 def test_fold_leaves_data_without_one_row_features_alone():
     from maxmargin.solvers._linear_common import fold_singletons, linear_data
 

@@ -35,7 +35,9 @@ Added to scikit-learn's API: ``callback`` and ``time_limit`` (as the other maxma
 classifiers, or weights),
 ``shrinking``, ``n_jobs`` (threads for the one-vs-rest problems; for one binary problem of the dual solvers,
 ``n_jobs`` > 1 with ``random_state=None`` allows asynchronous epochs on large, high-dimensional sparse data --
-see ``dual_cd.solve_svc`` and ``dual_cd.async_workers`` -- same ``tol``, not reproducible run to run), and the fitted ``objective_`` (primal
+see ``dual_cd.solve_svc`` and ``dual_cd.async_workers`` -- same ``tol``, not reproducible run to run; and
+``n_jobs`` unset or > 1 lets one binary dual problem on long sparse rows split its features between two threads,
+``solvers.dual_split``: reproducible, the same iterates as on one thread), and the fitted ``objective_`` (primal
 objective per problem), ``duality_gap_`` (dual solvers; NaN otherwise), ``margin_`` (1/||w|| per problem,
 intercept excluded), ``fit_status_`` and ``fit_time_``.
 """

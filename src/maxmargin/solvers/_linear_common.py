@@ -13,6 +13,7 @@ The compiled loops release the GIL (``nogil=True``), so one-vs-rest problems run
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -287,13 +288,14 @@ def _count_into(indices, counts):
         counts[uint64(indices[k])] += 1
 
 
-@njit(cache=True, nogil=True)
 def _fold_entries(data, indices, indptr, renumber, unit, n_single):
     """One pass of :func:`fold_singletons` over the stored values: the entries of features stored in one row
     (``renumber < 0``) go to ``(rows, cols, vals)`` and their squares to the row's ``mass``; the others stay, as CSR
     arrays with their columns renumbered (``renumber``).  (The NumPy version, masks and gathers over every stored
     value, took 130 ms of a 490 ms fit on hashed300k; one lookup a value instead of the counts' and the renumbering's:
-    news20-like, 2.9M values over 1M features, 9-10 against 15-28 ms.)"""
+    news20-like, 2.9M values over 1M features, 9-10 against 15-28 ms.)  From :data:`FOLD_THREADS_MIN_VALUES` stored
+    values and two cores, the first half of the rows is written forwards and the second backwards from the arrays'
+    ends on a second thread (:func:`_fold_rows`): the same arrays."""
     n = indptr.shape[0] - 1
     n_keep = indices.shape[0] - n_single
     out_data = np.empty(n_keep, dtype=data.dtype)
@@ -303,27 +305,67 @@ def _fold_entries(data, indices, indptr, renumber, unit, n_single):
     rows = np.empty(n_single, dtype=np.int64)
     cols = np.empty(n_single, dtype=np.int64)
     vals = np.empty(n_single)
+    outs = (out_data, out_indices, out_indptr, mass, rows, cols, vals)
+    mid = n // 2 if indices.shape[0] >= FOLD_THREADS_MIN_VALUES and (os.cpu_count() or 1) >= 2 else n
+    if mid < n:
+        helper = threading.Thread(target=_fold_rows, args=(data, indices, indptr, renumber, unit, mid, n, True, *outs))
+        helper.start()
+        try:
+            _fold_rows(data, indices, indptr, renumber, unit, 0, mid, False, *outs)
+        finally:
+            helper.join()
+    else:
+        _fold_rows(data, indices, indptr, renumber, unit, 0, n, False, *outs)
+    return outs
+
+
+#: :func:`_fold_entries` splits its rows between two threads from this many stored values
+FOLD_THREADS_MIN_VALUES = 1 << 20
+
+
+@njit(cache=True, nogil=True)
+def _fold_rows(
+    data, indices, indptr, renumber, unit, lo, hi, backward, out_data, out_indices, out_indptr, mass, rows, cols, vals
+):
+    """Rows ``lo:hi`` of :func:`_fold_entries`: forwards from the arrays' starts (``lo`` = 0), or ``backward``
+    from their ends (``hi`` = n; each row counted first, then written in order), so two calls fill one array."""
     q = 0
     t = 0
-    for i in range(n):
+    if backward:
+        q = out_data.shape[0]
+        t = rows.shape[0]
+    for r in range(lo, hi):
+        i = hi - 1 - (r - lo) if backward else r
+        p0 = uint64(indptr[i])
+        p1 = uint64(indptr[i + 1])
+        if backward:
+            k_single = 0
+            for k in range(p0, p1):
+                k_single += renumber[uint64(indices[k])] < 0
+            q -= int(p1 - p0) - k_single
+            t -= k_single
+        q_row = q
+        t_row = t
         m = 0.0
-        for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
+        for k in range(p0, p1):
             j = uint64(indices[k])
-            r = renumber[j]
-            if r < 0:
+            c = renumber[j]
+            if c < 0:
                 v = 1.0 if unit else np.float64(data[k])
-                rows[t] = i
-                cols[t] = j
-                vals[t] = v
+                rows[t_row] = i
+                cols[t_row] = j
+                vals[t_row] = v
                 m += v * v
-                t += 1
+                t_row += 1
             else:
-                out_data[q] = data[k]
-                out_indices[q] = r
-                q += 1
-        out_indptr[i + 1] = q
+                out_data[q_row] = data[k]
+                out_indices[q_row] = c
+                q_row += 1
+        out_indptr[i + 1] = q_row
         mass[i] = m
-    return out_data, out_indices, out_indptr, mass, rows, cols, vals
+        if not backward:
+            q = q_row
+            t = t_row
 
 
 #: :func:`compact_columns` drops the features stored in no row when at most this fraction of them is used
