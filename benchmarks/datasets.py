@@ -338,7 +338,6 @@ def classes200(n=16_000, n_test=4_000, d=5_000, k=200, seed=54):
     return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
 
 
-
 # --------------------------------------------------------------------------- wide text (session 33's shapes)
 #
 # Binary and 20-class TF-IDF text in the shapes of the usual LIBLINEAR benchmarks (news20, rcv1, real-sim, long
@@ -420,6 +419,7 @@ def tweets(n=100_000, n_test=20_000, seed=65):
 def news20m(n=11_000, n_test=4_000, seed=66):
     """news20's multi-class shape: 20 classes, 11k documents over 130,000 words, ~130 distinct words a row."""
     return _wide_text(n, n_test, 130_000, 195, 500, 0.015, seed, n_classes=20)
+
 
 LOADERS.update(
     text2=text2,
