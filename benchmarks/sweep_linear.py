@@ -83,6 +83,13 @@ CASES = (
     "reg_short_text/svr-l1",
     "reg_short_text/svr-primal",
     "reg_wide400/svr-l2",
+    # wide text shapes (session 33's, in datasets.py since session 34)
+    "news20b/hinge",
+    "longdocs/hinge",
+    "rcv1b/l1",
+    "longdocs/l1",
+    "news20m/cs",
+    "reg_rcv1b/svr-l1",
 )
 
 
