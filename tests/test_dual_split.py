@@ -9,6 +9,15 @@ from maxmargin import LinearSVC
 from maxmargin.solvers import _linear_common as lc
 from maxmargin.solvers import dual_cd, dual_split
 
+OTHER_CORES_BUSY = dual_split.other_cores_busy
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """The threads start whatever else runs on the machine (CI's other jobs, a parallel test run): the tests below
+    check what the threads compute, and the load check has a test of its own."""
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
+
 
 def long_rows(n=240, d=3000, per_row=140, seed=0, unit=False, dtype=np.float64):
     """Sparse rows of ~``per_row`` values over ``d`` columns (Zipf-like column use, some columns in one row only),
@@ -130,7 +139,8 @@ def test_linear_svc_through_the_split_meets_the_plain_solver(split_everything, m
     assert np.mean(split.predict(X) == plain.predict(X)) >= 0.995
 
 
-def test_split_fits_are_reproducible_and_use_the_threads(split_everything):
+def test_split_fits_are_reproducible_and_use_the_threads(split_everything, monkeypatch):
+    monkeypatch.setattr(dual_split, "SPIN_LIMIT", 1 << 24)  # no stall on a loaded machine: the threads run on
     X, y = long_rows(n=300, seed=4)
     ld = lc.linear_data(X, 1.0)
     fits = [dual_cd.solve_svc(ld, y, np.ones(300), tol=1e-4, seed=5, split_threads=2) for _ in range(2)]
@@ -174,3 +184,22 @@ def test_folded_primal_is_the_primal_of_the_unfolded_weights():
             got = dual_cd.folded_primal(w_small, folded, alpha, y, C, squared, parallel=par)
             assert got == pytest.approx(direct, rel=1e-12)
             assert dual_cd.svc_primal(w, ld, y, C, squared, parallel=par) == pytest.approx(direct, rel=1e-12)
+
+
+def test_other_cores_busy_reads_the_runnable_count(tmp_path, monkeypatch):
+    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+    f = tmp_path / "loadavg"
+    for text, busy in [("0.50 0.40 0.30 1/180 4242\n", False), ("1.9 1.0 0.8 2/181 4243\n", True), ("x y", False)]:
+        f.write_text(text)
+        assert OTHER_CORES_BUSY(str(f)) is busy
+    assert OTHER_CORES_BUSY(str(tmp_path / "missing")) is False
+
+
+def test_a_busy_machine_runs_the_serial_mode_from_the_start(monkeypatch):
+    X, y = long_rows()
+    ld = lc.linear_data(X, 1.0)
+    ref = _epochs(ld, y, threads=False)
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: True)
+    got = _epochs(ld, y, threads=True)
+    assert got.thread_epochs == 0 and got.stalls == 0
+    np.testing.assert_array_equal(got.w, ref.w)
