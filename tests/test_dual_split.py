@@ -95,6 +95,28 @@ def test_threads_give_the_serial_modes_bits(unit, dtype, bias, squared):
         assert got.epochs == ref.epochs
 
 
+def wide_dense(n=200, d=600, seed=1, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(dtype)
+    s = X[:, :20] @ rng.normal(size=20)
+    return X, np.where(s + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("squared", [True, False])
+def test_dense_rows_split_by_columns_give_the_serial_modes_bits(dtype, squared):
+    X, y = wide_dense(dtype=dtype)
+    ld = lc.linear_data(X, 1.0, rows_first=True)
+    assert ld.dense and dual_split.split_column(ld) == 296
+    ref = _epochs(ld, y, threads=False, squared=squared)
+    got = _epochs(ld, y, threads=True, squared=squared, chunk=3)
+    assert got.thread_epochs > 0
+    np.testing.assert_array_equal(got.alpha(), ref.alpha())
+    np.testing.assert_array_equal(got.w, ref.w)
+    w = np.r_[X.T.astype(np.float64) @ (y * ref.alpha()), y @ ref.alpha()]  # w = sum_i y_i alpha_i x_i (bias last)
+    np.testing.assert_allclose(ref.w, w, rtol=1e-9, atol=1e-12)
+
+
 def test_stalled_threads_hand_over_to_the_serial_mode_at_the_same_row(monkeypatch):
     X, y = long_rows()
     ld = lc.linear_data(X, 1.0)
@@ -139,6 +161,15 @@ def test_linear_svc_through_the_split_meets_the_plain_solver(split_everything, m
     assert np.mean(split.predict(X) == plain.predict(X)) >= 0.995
 
 
+def test_linear_svc_on_wide_dense_rows_through_the_split_meets_the_plain_solver(split_everything, monkeypatch):
+    X, y = wide_dense(n=150, d=800)
+    split = LinearSVC(tol=1e-8, max_iter=5000, dual=True, random_state=0).fit(X, y)
+    monkeypatch.setattr(dual_cd, "worth_splitting", lambda ld, n: False)
+    plain = LinearSVC(tol=1e-8, max_iter=5000, dual=True, random_state=0).fit(X, y)
+    assert abs(split.objective_[0] - plain.objective_[0]) <= 1e-8 * plain.objective_[0]
+    np.testing.assert_allclose(split.coef_, plain.coef_, atol=1e-5 * np.abs(plain.coef_).max())
+
+
 def test_split_fits_are_reproducible_and_use_the_threads(split_everything, monkeypatch):
     monkeypatch.setattr(dual_split, "SPIN_LIMIT", 1 << 24)  # no stall on a loaded machine: the threads run on
     X, y = long_rows(n=300, seed=4)
@@ -163,7 +194,8 @@ def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch
     monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
     short, _ = long_rows(n=12000, d=50_000, per_row=40)
     assert not dual_split.worth_splitting(lc.linear_data(short, 1.0), 2)
-    assert not dual_split.worth_splitting(lc.linear_data(np.ones((3000, 200)), 1.0), 2)
+    assert dual_split.worth_splitting(lc.linear_data(np.ones((3000, 200)), 1.0), 2)  # dense rows: 200 columns
+    assert not dual_split.worth_splitting(lc.linear_data(np.ones((30000, 100)), 1.0), 2)
 
 
 def test_folded_primal_is_the_primal_of_the_unfolded_weights():

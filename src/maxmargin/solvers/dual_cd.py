@@ -905,7 +905,7 @@ def solve_svc(
         fstate[1] = -INF
 
     split = None
-    if workers == 1 and not ld.dense and worth_splitting(ld, split_threads):
+    if workers == 1 and worth_splitting(ld, split_threads):
         m = split_column(ld)
         if m is not None:
             split = SplitEpochs(ld, y, alpha, QD, diag, upper, w, index, rng, m)

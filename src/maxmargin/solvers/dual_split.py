@@ -40,7 +40,16 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._linear_common import _element_pointer, _prefetch, prefetch_span, shuffle_active, sparse_dot, sparse_sum
+from ._linear_common import (
+    _dense_row_axpy,
+    _dense_row_dot,
+    _element_pointer,
+    _prefetch,
+    prefetch_span,
+    shuffle_active,
+    sparse_dot,
+    sparse_sum,
+)
 
 INF = np.inf
 
@@ -136,7 +145,10 @@ SPLIT_SAMPLE = 1 << 14
 def split_column(ld):
     """The first column of the second half: the :data:`SPLIT_QUANTILE` of the columns of the stored values (on a
     sample of :data:`SPLIT_SAMPLE`), rounded to a multiple of 8 (the halves' weights on cache lines of their own);
-    None when that leaves a half empty."""
+    half of the columns for dense rows (each costs the same); None when that leaves a half empty."""
+    if ld.dense:
+        m = ld.n_features // 2 // 8 * 8
+        return m if 0 < m < ld.n_features else None
     step = max(1, ld.indices.size // SPLIT_SAMPLE)
     m = int(np.quantile(ld.indices[::step], SPLIT_QUANTILE)) // 8 * 8
     return m if 0 < m < ld.n_features else None
@@ -162,12 +174,12 @@ def split_points(indices, indptr, m):
 
 
 def worth_splitting(ld, n_threads):
-    """Whether :func:`maxmargin.solvers.dual_cd.solve_svc` runs the split epochs for CSR data ``ld`` when
-    offered ``n_threads``: two threads and two cores, and rows long enough (:data:`SPLIT_MIN_VALUES`,
+    """Whether :func:`maxmargin.solvers.dual_cd.solve_svc` runs the split epochs for data ``ld`` (CSR or dense
+    rows) when offered ``n_threads``: two threads and two cores, and rows long enough (:data:`SPLIT_MIN_VALUES`,
     :data:`SPLIT_MIN_STORED`)."""
-    if n_threads is None or n_threads < 2 or (os.cpu_count() or 1) < 2 or ld.dense or ld.n_features < 16:
+    if n_threads is None or n_threads < 2 or (os.cpu_count() or 1) < 2 or ld.n_features < 16:
         return False
-    stored = ld.data.size
+    stored = ld.Xd.size if ld.dense else ld.data.size
     return stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * max(ld.n_samples, 1)
 
 
@@ -208,13 +220,19 @@ def _post_and_read(t, c, p, stop, box, spin_limit):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _half_dot(data, indices, lo, hi, w, unit):
+def _half_dot(data, indices, lo, hi, w, unit, dense, base):
+    """The sum over a half's span ``lo:hi`` of a row: CSR positions, or (``dense``) columns of the dense row that
+    starts at ``data[base]``."""
+    if dense:  # vector lanes (the plain dense epochs' sum): the same bits in every mode, one compiled sum
+        return _dense_row_dot(data[base + lo : base + hi], w[lo:hi], hi - lo)
     return sparse_sum(indices, lo, hi, w) if unit else sparse_dot(data, indices, lo, hi, w)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _half_axpy(data, indices, lo, hi, w, unit, d):
-    if unit:
+def _half_axpy(data, indices, lo, hi, w, unit, d, dense, base):
+    if dense:
+        _dense_row_axpy(data[base + lo : base + hi], w[lo:hi], hi - lo, d)
+    elif unit:
         for k in range(uint64(lo), uint64(hi)):
             w[uint64(indices[k])] += d
     else:
@@ -224,12 +242,31 @@ def _half_axpy(data, indices, lo, hi, w, unit, d):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def split_epochs(
-    t, data, indices, unit, nf, bias, R0, R1, w, index, istate, fstate, rng, tol, n_epochs, shrinking, box, spin_limit
+    t,
+    data,
+    indices,
+    unit,
+    dense,
+    nf,
+    bias,
+    R0,
+    R1,
+    w,
+    index,
+    istate,
+    fstate,
+    rng,
+    tol,
+    n_epochs,
+    shrinking,
+    box,
+    spin_limit,
 ):
     """Up to ``n_epochs`` epochs of the dual CD on the split rows (module docstring): ``t`` = 0 or 1 is the thread
     of that half (its records ``R_t`` hold the half's span of each row; the other's are not read), ``t`` = 2 runs
     both halves here from ``R0`` (``R1``'s dual variables are left behind: the caller copies them over).  The bias
-    feature (``bias > 0``: weight ``w[nf]``) belongs to half 1.  ``spin_limit``: :data:`SPIN_LIMIT`.  Returns 0
+    feature (``bias > 0``: weight ``w[nf]``) belongs to half 1.  ``dense``: ``data`` holds dense rows of ``nf``
+    values one after the other and the records' spans are columns.  ``spin_limit``: :data:`SPIN_LIMIT`.  Returns 0
     (converged), 1 (epochs done), 2 (the threads stopped after a stall; ``istate[I_POS]`` says where the serial
     mode resumes) or 3 (the other thread never posted)."""
     n = index.shape[0]
@@ -258,7 +295,7 @@ def split_epochs(
             i = index[s]
             if s + 8 < active:
                 _prefetch(Rt, W * index[s + 8])
-            if s + 4 < active:
+            if s + 4 < active and not dense:  # (dense rows: the hardware prefetcher follows each row)
                 r4 = W * index[s + 4]
                 prefetch_span(data, indices, int(Rt[uint64(r4 + R_LO)]), int(Rt[uint64(r4 + R_HI)]), unit, True)
                 if t == 2:
@@ -266,7 +303,8 @@ def split_epochs(
             r = W * i
             lo = int(Rt[uint64(r + R_LO)])
             hi = int(Rt[uint64(r + R_HI)])
-            ph = _half_dot(data, indices, lo, hi, w, unit)
+            base = i * nf if dense else 0
+            ph = _half_dot(data, indices, lo, hi, w, unit, dense, base)
             if t == 1:
                 ph += bias * w[nf] if has_bias else 0.0
             stop_now = False
@@ -275,7 +313,7 @@ def split_epochs(
             if t == 2:
                 lo1 = hi
                 hi1 = int(Rt[uint64(r + R_END)])
-                p1 = _half_dot(data, indices, lo1, hi1, w, unit)
+                p1 = _half_dot(data, indices, lo1, hi1, w, unit, dense, base)
                 p1 += bias * w[nf] if has_bias else 0.0
                 acc = ph + p1
             else:
@@ -320,7 +358,7 @@ def split_epochs(
                     if d != 0.0:
                         # the serial mode updates the whole row at once: each weight gets one update a row, so
                         # the order of the entries does not change the bits
-                        _half_axpy(data, indices, lo, hi1 if t == 2 else hi, w, unit, d)
+                        _half_axpy(data, indices, lo, hi1 if t == 2 else hi, w, unit, d, dense, base)
                         if has_bias:
                             w[nf] += d * bias
                 s += 1
@@ -398,11 +436,17 @@ class SplitEpochs:
     :meth:`weights` read the iterate back in the caller's layout."""
 
     def __init__(self, ld, y, alpha, QD, diag, upper, w, index, rng, m, threads=True):
-        mid = split_points(ld.indices, ld.indptr, m)
         self.ld = ld
+        if ld.dense:  # spans of columns, the same for every row
+            nf = ld.n_features
+            self.data, self.indices = ld.Xd.reshape(-1), np.empty(0, dtype=np.int32)
+            starts, mid, ends = 0, m, nf
+        else:
+            self.data, self.indices = ld.data, ld.indices
+            starts, mid, ends = ld.indptr[:-1], split_points(ld.indices, ld.indptr, m), ld.indptr[1:]
         self.R = [
-            _records(y, alpha, QD, diag, upper, ld.indptr[:-1], mid, ld.indptr[1:]),
-            _records(y, alpha, QD, diag, upper, mid, ld.indptr[1:], ld.indptr[1:]),
+            _records(y, alpha, QD, diag, upper, starts, mid, ends),
+            _records(y, alpha, QD, diag, upper, mid, ends, ends),
         ]
         self.w = w
         self.index = [index, index.copy()]
@@ -422,9 +466,10 @@ class SplitEpochs:
         ld = self.ld
         code = split_epochs(
             t,
-            ld.data,
-            ld.indices,
+            self.data,
+            self.indices,
             bool(ld.unit),
+            bool(ld.dense),
             int(ld.n_features),
             float(ld.bias),
             self.R[0],
