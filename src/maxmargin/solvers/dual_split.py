@@ -363,39 +363,35 @@ def split_epochs(
                             w[nf] += d * bias
                 s += 1
             if stop_now:  # both threads saw the same flags for this exchange: both stop here
-                istate[I_ACTIVE] = active
                 istate[I_POS] = s
-                fstate[F_MAX_OLD] = pg_max_old
-                fstate[F_MIN_OLD] = pg_min_old
                 fstate[F_MAX] = pg_max
                 fstate[F_MIN] = pg_min
-                istate[I_CODE] = 2
-                istate[I_SPINS] += waited
-                return 2
+                return _leave(istate, fstate, active, pg_max_old, pg_min_old, waited, 2)
         e += 1
         istate[I_EPOCHS] += 1
         viol = pg_max - pg_min if active > 0 else 0.0
         fstate[F_VIOL] = viol
         if viol <= tol:
             if active == n:
-                istate[I_ACTIVE] = active
-                fstate[F_MAX_OLD] = pg_max_old
-                fstate[F_MIN_OLD] = pg_min_old
-                istate[I_CODE] = 0
-                istate[I_SPINS] += waited
-                return 0
+                return _leave(istate, fstate, active, pg_max_old, pg_min_old, waited, 0)
             active = n
             pg_max_old = INF
             pg_min_old = -INF
             continue
         pg_max_old = pg_max if pg_max > 0.0 else INF
         pg_min_old = pg_min if pg_min < 0.0 else -INF
+    return _leave(istate, fstate, active, pg_max_old, pg_min_old, waited, 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leave(istate, fstate, active, pg_max_old, pg_min_old, waited, code):
+    """Save the state :func:`split_epochs` resumes from; returns ``code``."""
     istate[I_ACTIVE] = active
     fstate[F_MAX_OLD] = pg_max_old
     fstate[F_MIN_OLD] = pg_min_old
-    istate[I_CODE] = 1
+    istate[I_CODE] = code
     istate[I_SPINS] += waited
-    return 1
+    return code
 
 
 # --------------------------------------------------------------------------- the driver
