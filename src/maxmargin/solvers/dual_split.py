@@ -240,6 +240,48 @@ def _half_axpy(data, indices, lo, hi, w, unit, d, dense, base):
             w[uint64(indices[k])] += d * data[k]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_ahead(t, s, active, index, Rt, data, indices, unit, dense):
+    """The record 8 rows ahead and the span(s) 4 rows ahead (CSR: this thread's span; both in the serial mode)."""
+    W = R_WIDTH
+    if s + 8 < active:
+        _prefetch(Rt, W * index[s + 8])
+    if s + 4 < active and not dense:  # (dense rows: the hardware prefetcher follows each row)
+        r4 = W * index[s + 4]
+        prefetch_span(data, indices, int(Rt[uint64(r4 + R_LO)]), int(Rt[uint64(r4 + R_HI)]), unit, True)
+        if t == 2:
+            prefetch_span(data, indices, int(Rt[uint64(r4 + R_HI)]), int(Rt[uint64(r4 + R_END)]), unit, True)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_output(t, Rt, r, i, data, indices, unit, dense, nf, bias, has_bias, w, c, stop_next, box, spin_limit):
+    """:math:`w\\cdot x_i` as ``p_0 + p_1`` (this thread's half and the other's post, or both halves here when ``t``
+    = 2); returns it with the span this thread updates (``lo``, ``end``), the dense row's start, the other's stop
+    flag and the spins waited (-1: the other thread never posted)."""
+    lo = int(Rt[uint64(r + R_LO)])
+    hi = int(Rt[uint64(r + R_HI)])
+    base = i * nf if dense else 0
+    ph = _half_dot(data, indices, lo, hi, w, unit, dense, base)
+    if t == 1:
+        ph += bias * w[nf] if has_bias else 0.0
+    if t == 2:
+        hi1 = int(Rt[uint64(r + R_END)])
+        p1 = _half_dot(data, indices, hi, hi1, w, unit, dense, base)
+        p1 += bias * w[nf] if has_bias else 0.0
+        return ph + p1, lo, hi1, base, 0.0, 0
+    po, so, spins = _post_and_read(t, c, ph, stop_next, box, spin_limit)
+    return ph + po, lo, hi, base, so, spins
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_update(data, indices, lo, end, w, unit, d, dense, base, has_bias, nf, bias):
+    """w += d x_i on this thread's span (the whole row in the serial mode: each weight gets one update a row, so the
+    order of the entries does not change the bits), and the bias weight by its owner."""
+    _half_axpy(data, indices, lo, end, w, unit, d, dense, base)
+    if has_bias:
+        w[nf] += d * bias
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def split_epochs(
     t,
@@ -293,39 +335,18 @@ def split_epochs(
             shuffle_active(index, active, rng)
         while s < active:
             i = index[s]
-            if s + 8 < active:
-                _prefetch(Rt, W * index[s + 8])
-            if s + 4 < active and not dense:  # (dense rows: the hardware prefetcher follows each row)
-                r4 = W * index[s + 4]
-                prefetch_span(data, indices, int(Rt[uint64(r4 + R_LO)]), int(Rt[uint64(r4 + R_HI)]), unit, True)
-                if t == 2:
-                    prefetch_span(data, indices, int(Rt[uint64(r4 + R_HI)]), int(Rt[uint64(r4 + R_END)]), unit, True)
+            _prefetch_ahead(t, s, active, index, Rt, data, indices, unit, dense)
             r = W * i
-            lo = int(Rt[uint64(r + R_LO)])
-            hi = int(Rt[uint64(r + R_HI)])
-            base = i * nf if dense else 0
-            ph = _half_dot(data, indices, lo, hi, w, unit, dense, base)
-            if t == 1:
-                ph += bias * w[nf] if has_bias else 0.0
-            stop_now = False
-            lo1 = 0
-            hi1 = 0
-            if t == 2:
-                lo1 = hi
-                hi1 = int(Rt[uint64(r + R_END)])
-                p1 = _half_dot(data, indices, lo1, hi1, w, unit, dense, base)
-                p1 += bias * w[nf] if has_bias else 0.0
-                acc = ph + p1
-            else:
-                c += 1
-                po, so, spins = _post_and_read(t, c, ph, stop_next, box, spin_limit)
-                if spins < 0:
-                    return 3
-                waited += spins
-                acc = ph + po
-                stop_now = stop_next > 0.0 or so > 0.0
-                if spins > spin_limit:
-                    stop_next = 1.0
+            c += 1
+            acc, lo, end, base, so, spins = _row_output(
+                t, Rt, r, i, data, indices, unit, dense, nf, bias, has_bias, w, c, stop_next, box, spin_limit
+            )
+            if spins < 0:
+                return 3
+            waited += spins
+            stop_now = t != 2 and (stop_next > 0.0 or so > 0.0)
+            if spins > spin_limit:
+                stop_next = 1.0
             yi = Rt[uint64(r + R_Y)]
             a = Rt[uint64(r + R_ALPHA)]
             up = Rt[uint64(r + R_UPPER)]
@@ -356,11 +377,7 @@ def split_epochs(
                     Rt[uint64(r + R_ALPHA)] = na
                     d = (na - a) * yi
                     if d != 0.0:
-                        # the serial mode updates the whole row at once: each weight gets one update a row, so
-                        # the order of the entries does not change the bits
-                        _half_axpy(data, indices, lo, hi1 if t == 2 else hi, w, unit, d, dense, base)
-                        if has_bias:
-                            w[nf] += d * bias
+                        _row_update(data, indices, lo, end, w, unit, d, dense, base, has_bias, nf, bias)
                 s += 1
             if stop_now:  # both threads saw the same flags for this exchange: both stop here
                 istate[I_POS] = s
