@@ -117,6 +117,69 @@ def test_dense_rows_split_by_columns_give_the_serial_modes_bits(dtype, squared):
     np.testing.assert_allclose(ref.w, w, rtol=1e-9, atol=1e-12)
 
 
+def _svr_epochs(ld, y, threads, squared, eps=0.1, chunk=100, tol=1e-3):
+    n = y.shape[0]
+    C = np.full(n, 1.0)
+    lam = 0.5 / C if squared else np.zeros(n)
+    upper = np.full(n, np.inf) if squared else C
+    QD = lc.row_sqnorms(*ld.args())
+    se = dual_split.SplitEpochs(
+        ld,
+        y,
+        np.zeros(n),
+        QD,
+        lam,
+        upper,
+        np.zeros(ld.n_weights),
+        np.arange(n),
+        lc.rng_state(5),
+        dual_split.split_column(ld),
+        threads=threads,
+        epsilon=eps,
+        fstate=np.array([np.inf, -1.0, np.inf]),
+    )
+    code, k = 1, 0
+    while code == 1 and k < 1000:
+        code = se.run(chunk, tol, True)
+        k += 1
+    return se
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("squared", [True, False])
+def test_regression_threads_give_the_serial_modes_bits(monkeypatch, dense, squared):
+    X, _ = wide_dense() if dense else long_rows()
+    rng = np.random.default_rng(3)
+    y = np.asarray(X @ rng.normal(size=X.shape[1])).ravel() * 0.1 + rng.normal(size=X.shape[0])
+    ld = lc.linear_data(X, 1.0, rows_first=True)
+    ref = _svr_epochs(ld, y, False, squared)
+    assert ref.epochs > 2
+    for chunk in (1, 100):
+        got = _svr_epochs(ld, y, True, squared, chunk=chunk)
+        assert got.thread_epochs > 0
+        np.testing.assert_array_equal(got.alpha(), ref.alpha())
+        np.testing.assert_array_equal(got.w, ref.w)
+    monkeypatch.setattr(dual_split, "SPIN_LIMIT", -1)  # stalls: the serial mode takes over at the same row
+    got = _svr_epochs(ld, y, True, squared, chunk=1)
+    assert got.stalls == dual_split.MAX_STALLS
+    np.testing.assert_array_equal(got.w, ref.w)
+
+
+@pytest.mark.parametrize("loss", ["epsilon_insensitive", "squared_epsilon_insensitive"])
+def test_linear_svr_through_the_split_meets_the_plain_solver(split_everything, monkeypatch, loss):
+    from maxmargin import LinearSVR
+
+    X, _ = long_rows(n=300)
+    rng = np.random.default_rng(4)
+    y = np.asarray(X @ rng.normal(size=X.shape[1])).ravel() + 0.3 * rng.normal(size=300)
+    kw = dict(loss=loss, epsilon=0.1, tol=1e-7, max_iter=20000, dual=True, random_state=0)
+    split = LinearSVR(**kw).fit(X, y)
+    monkeypatch.setattr(dual_cd, "worth_splitting", lambda ld, n: False)
+    plain = LinearSVR(**kw).fit(X, y)
+    assert abs(split.objective_ - plain.objective_) <= 1e-6 * plain.objective_
+    np.testing.assert_allclose(split.predict(X), plain.predict(X), rtol=1e-4, atol=1e-4 * np.abs(y).max())
+
+
 def test_stalled_threads_hand_over_to_the_serial_mode_at_the_same_row(monkeypatch):
     X, y = long_rows()
     ld = lc.linear_data(X, 1.0)
@@ -147,6 +210,7 @@ def split_everything(monkeypatch):
     """Let LinearSVC take the split epochs on small data (its thresholds are for speed, not correctness)."""
     monkeypatch.setattr(dual_split, "SPLIT_MIN_STORED", 0)
     monkeypatch.setattr(dual_split, "SPLIT_MIN_VALUES", 1)
+    monkeypatch.setattr(dual_split, "SPLIT_MIN_DENSE_VALUES", 1)
     monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
 
 
@@ -194,8 +258,8 @@ def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch
     monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
     short, _ = long_rows(n=12000, d=50_000, per_row=40)
     assert not dual_split.worth_splitting(lc.linear_data(short, 1.0), 2)
-    assert dual_split.worth_splitting(lc.linear_data(np.ones((3000, 200)), 1.0), 2)  # dense rows: 200 columns
-    assert not dual_split.worth_splitting(lc.linear_data(np.ones((30000, 100)), 1.0), 2)
+    assert dual_split.worth_splitting(lc.linear_data(np.ones((100, 5000)), 1.0), 2)  # dense rows: 5,000 columns
+    assert not dual_split.worth_splitting(lc.linear_data(np.ones((1000, 2000)), 1.0), 2)
 
 
 def test_folded_primal_is_the_primal_of_the_unfolded_weights():

@@ -653,7 +653,9 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         # the previous beta as it is (clipped into the new box): scaling by C_new / C_old, as for the
         # classifiers, measured no better for regression, where most beta sit at a bound or at zero
         beta0 = None if warm is None or warm["dual"] is None else warm["dual"]
-        svr_options = dict(shrinking=self.shrinking, seed=self._seed(), beta0=beta0, **opts)
+        svr_options = dict(
+            shrinking=self.shrinking, seed=self._seed(), beta0=beta0, split_threads=self._split_threads(1), **opts
+        )
         if solver == 12:  # LIBLINEAR's -s 12: the dual, then the primal Newton method if it stalls
             return dual_primal.l2_svr(ld, y, Ci, float(self.epsilon), primal_data=dense_ld, **svr_options)
         return dual_cd.solve_svr(ld, y, Ci, float(self.epsilon), squared=False, **svr_options)

@@ -917,6 +917,49 @@ def shuffle_active(index, active, rng):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def svr_step(b, U, G, H, eps, shrinking, g_max_old):
+    """One variable of the regression dual: ``(shrink, violation, new beta)`` from its value ``b`` in [-U, U], its
+    gradient ``G`` (without epsilon) and curvature ``H``; ``shrink`` where it sits at 0 or a bound and, against the
+    previous epoch's largest violation ``g_max_old``, will stay there (LIBLINEAR's rule)."""
+    Gp = G + eps
+    Gn = G - eps
+    viol = 0.0
+    if b == 0.0:
+        if Gp < 0.0:
+            viol = -Gp
+        elif Gn > 0.0:
+            viol = Gn
+        elif shrinking and Gp > g_max_old and Gn < -g_max_old:
+            return True, 0.0, b
+    elif b >= U:
+        if Gp > 0.0:
+            viol = Gp
+        elif shrinking and Gp < -g_max_old:
+            return True, 0.0, b
+    elif b <= -U:
+        if Gn < 0.0:
+            viol = -Gn
+        elif shrinking and Gn > g_max_old:
+            return True, 0.0, b
+    elif b > 0.0:
+        viol = abs(Gp)
+    else:
+        viol = abs(Gn)
+    if H <= 0.0:
+        return False, viol, b
+    if Gp < H * b:
+        d = -Gp / H
+    elif Gn > H * b:
+        d = -Gn / H
+    else:
+        d = -b
+    nb = b
+    if abs(d) >= 1e-12:
+        nb = min(max(b + d, -U), U)
+    return False, viol, nb
+
+
+@njit(cache=True, nogil=True, inline="always")
 def epoch_end(istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n):
     """The end of an epoch of the solvers that stop on the sum of the violations (LinearSVR's dual, the L1
     penalty's CD; LIBLINEAR's rule): the first epoch's sum is the reference; when an epoch's sum falls to ``tol``

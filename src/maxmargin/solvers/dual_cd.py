@@ -62,6 +62,7 @@ from ._linear_common import (
     shuffle_active,
     sparse_dot,
     sparse_sum,
+    svr_step,
     weighted_sum,
 )
 from .dual_split import SplitEpochs, split_column, worth_splitting
@@ -516,49 +517,6 @@ def _svc_async_epochs(
 _svc_async_epochs = parallel(_svc_async_epochs, nogil=True, error_model="numpy")
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _svr_step(b, U, G, H, eps, shrinking, g_max_old):
-    """One variable of the regression dual: ``(shrink, violation, new beta)`` from its value ``b`` in [-U, U], its
-    gradient ``G`` (without epsilon) and curvature ``H``; ``shrink`` where it sits at 0 or a bound and, against the
-    previous epoch's largest violation ``g_max_old``, will stay there (LIBLINEAR's rule)."""
-    Gp = G + eps
-    Gn = G - eps
-    viol = 0.0
-    if b == 0.0:
-        if Gp < 0.0:
-            viol = -Gp
-        elif Gn > 0.0:
-            viol = Gn
-        elif shrinking and Gp > g_max_old and Gn < -g_max_old:
-            return True, 0.0, b
-    elif b >= U:
-        if Gp > 0.0:
-            viol = Gp
-        elif shrinking and Gp < -g_max_old:
-            return True, 0.0, b
-    elif b <= -U:
-        if Gn < 0.0:
-            viol = -Gn
-        elif shrinking and Gn > g_max_old:
-            return True, 0.0, b
-    elif b > 0.0:
-        viol = abs(Gp)
-    else:
-        viol = abs(Gn)
-    if H <= 0.0:
-        return False, viol, b
-    if Gp < H * b:
-        d = -Gp / H
-    elif Gn > H * b:
-        d = -Gn / H
-    else:
-        d = -b
-    nb = b
-    if abs(d) >= 1e-12:
-        nb = min(max(b + d, -U), U)
-    return False, viol, nb
-
-
 def _svr_epochs(
     Xd,
     data,
@@ -621,7 +579,7 @@ def _svr_epochs(
                 o = row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
             else:  # four partial sums (see row_dot)
                 o = sparse_dot(data, indices, indptr[i], indptr[i + 1], w) + (bias * w[nf] if bias > 0 else 0.0)
-            shrink, viol, nb = _svr_step(b, U, o - y[i] + lam[i] * b, QD[i] + lam[i], eps, shrinking, g_max_old)
+            shrink, viol, nb = svr_step(b, U, o - y[i] + lam[i] * b, QD[i] + lam[i], eps, shrinking, g_max_old)
             if shrink:
                 active -= 1
                 index[s] = index[active]
@@ -704,7 +662,7 @@ def _svr_epochs_rec(
                 o = sparse_dot(data, indices, lo, hi, w)
             o = o + (bias * w[nf] if has_bias else 0.0)
             G = o - R[uint64(r + REC_Y)] + lam * b
-            shrink, viol, nb = _svr_step(b, U, G, R[uint64(r + REC_QD)] + lam, eps, shrinking, g_max_old)
+            shrink, viol, nb = svr_step(b, U, G, R[uint64(r + REC_QD)] + lam, eps, shrinking, g_max_old)
             if shrink:
                 active -= 1
                 index[s] = index[uint64(active)]
@@ -1015,9 +973,11 @@ def solve_svr(
     callback_info=None,
     time_limit=None,
     verbose=False,
+    split_threads=1,
 ):
     """L2-regularised linear SVR by dual coordinate descent (see the module docstring).  Returns a
-    :class:`LinearFit` (``dual`` = beta)."""
+    :class:`LinearFit` (``dual`` = beta).  ``split_threads``: as :func:`solve_svc`'s (long rows: the features
+    split between two threads, :func:`~maxmargin.solvers.dual_split.split_svr_epochs`)."""
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.float64)
     C = np.ascontiguousarray(C, dtype=np.float64)
@@ -1043,8 +1003,19 @@ def solve_svr(
 
     epochs = _svr_epochs if ld.dense else _svr_epochs_csr
     records = [None]  # the per-row records of the CSR epochs (RECORDS: made at their first call)
+    split = None
+    if worth_splitting(ld, split_threads):
+        m = split_column(ld)
+        if m is not None:
+            split = SplitEpochs(ld, y, beta, QD, lam, upper, w, index, rng, m, epsilon=float(epsilon), fstate=fstate)
 
     def step(k):
+        if split is not None:
+            code = split.run(int(k), tol, shrinking)
+            beta[:] = split.alpha()
+            fstate[2] = split.violation
+            istate[1] = split.epochs
+            return code, istate[1]
         if RECORDS and not ld.dense:
             if records[0] is None:
                 records[0] = row_records(y, beta, QD, lam, upper, ld.indptr)
