@@ -14,9 +14,11 @@ OTHER_CORES_BUSY = dual_split.other_cores_busy
 
 @pytest.fixture(autouse=True)
 def quiet_machine(monkeypatch):
-    """The threads start whatever else runs on the machine (CI's other jobs, a parallel test run): the tests below
-    check what the threads compute, and the load check has a test of its own."""
+    """The threads start whatever else runs on the machine (CI's other jobs, a parallel test run), and do not give up
+    on a slow partner (a stall would hand over to the serial mode, which gives the same bits but no thread epochs):
+    the tests below check what the threads compute; the load check and the stalls have tests of their own."""
     monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
+    monkeypatch.setattr(dual_split, "SPIN_LIMIT", 1 << 24)
 
 
 def long_rows(n=240, d=3000, per_row=140, seed=0, unit=False, dtype=np.float64):
@@ -235,7 +237,6 @@ def test_linear_svc_on_wide_dense_rows_through_the_split_meets_the_plain_solver(
 
 
 def test_split_fits_are_reproducible_and_use_the_threads(split_everything, monkeypatch):
-    monkeypatch.setattr(dual_split, "SPIN_LIMIT", 1 << 24)  # no stall on a loaded machine: the threads run on
     X, y = long_rows(n=300, seed=4)
     ld = lc.linear_data(X, 1.0)
     fits = [dual_cd.solve_svc(ld, y, np.ones(300), tol=1e-4, seed=5, split_threads=2) for _ in range(2)]

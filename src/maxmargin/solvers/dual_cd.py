@@ -902,11 +902,7 @@ def solve_svc(
             if k <= 0:
                 return 1, istate[1]
         if split is not None:
-            code = split.run(int(k), tol, shrinking)
-            alpha[:] = split.alpha()
-            fstate[2] = split.violation
-            istate[1] = split.epochs
-            return code, istate[1]
+            return split.step(k, tol, shrinking, alpha, istate, fstate)
         serial = (y, diag, upper, QD, alpha, w, index, istate, fstate, rng, float(tol), int(k), bool(shrinking))
         if ld.dense:
             code = _svc_epochs(*args, *serial, *plan)
@@ -1011,11 +1007,7 @@ def solve_svr(
 
     def step(k):
         if split is not None:
-            code = split.run(int(k), tol, shrinking)
-            beta[:] = split.alpha()
-            fstate[2] = split.violation
-            istate[1] = split.epochs
-            return code, istate[1]
+            return split.step(k, tol, shrinking, beta, istate, fstate)
         if RECORDS and not ld.dense:
             if records[0] is None:
                 records[0] = row_records(y, beta, QD, lam, upper, ld.indptr)

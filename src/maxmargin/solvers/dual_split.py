@@ -623,6 +623,16 @@ class SplitEpochs:
             k = k - (int(ist[I_EPOCHS]) - before)  # the epoch the threads left is one of these
         return self._call(2, k, tol, shrinking)
 
+    def step(self, k, tol, shrinking, dual, istate, fstate):
+        """:meth:`run` for a solver's ``step`` (:func:`~maxmargin.solvers._linear_common.drive`): the dual variables
+        copied into ``dual``, the epochs into ``istate[1]`` and the last violation into ``fstate[2]``; returns
+        ``(code, epochs)``."""
+        code = self.run(int(k), tol, shrinking)
+        dual[:] = self.alpha()
+        fstate[2] = self.violation
+        istate[1] = self.epochs
+        return code, istate[1]
+
     @property
     def epochs(self):
         return int(self.istate[0][I_EPOCHS])
