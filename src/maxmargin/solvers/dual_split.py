@@ -6,12 +6,14 @@ updates collide, so its iterates depend on thread timing.  This module splits th
 
 - the columns below :math:`m` (:func:`split_column`) are half 0, the others and the bias half 1; CSR rows with
   sorted columns hold each half as a contiguous span, so the split costs one position a row
-  (:func:`split_points`) and no copy of the data;
+  (:func:`split_points`) and no copy of the data; dense rows (from :data:`SPLIT_MIN_DENSE_VALUES` columns) are
+  split in the middle;
 - :math:`w\cdot x_i = p_0 + p_1` with :math:`p_h` the sum over half :math:`h`'s span of the row;
 - thread :math:`h` computes :math:`p_h`, posts it, reads the other half's, and both then make the *same* update
   of :math:`\alpha_i` (every input is identical, and :math:`p_0 + p_1 = p_1 + p_0` exactly); thread :math:`h`
   applies :math:`w \mathrel{+}= \Delta\alpha_i\, y_i x_i` on its own span only, so no weight has two writers.
 
+The classifier's epochs are :func:`split_epochs`, LinearSVR's :func:`split_svr_epochs` (the same row helpers).
 One exchange a row: a 64-byte line each way (~40-60 ns between the two cores of a KVM guest, measured by a
 ping-pong of two threads), and each thread reads half of every row and owns half of the weights.  The visiting
 order, shrinking and the stopping rule are those of :func:`maxmargin.solvers.dual_cd._svc_epochs_rec`
