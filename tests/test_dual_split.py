@@ -213,7 +213,7 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(dual_split, "SPLIT_MIN_STORED", 0)
     monkeypatch.setattr(dual_split, "SPLIT_MIN_VALUES", 1)
     monkeypatch.setattr(dual_split, "SPLIT_MIN_DENSE_VALUES", 1)
-    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(dual_split, "cores", lambda: 2)
 
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
@@ -248,15 +248,15 @@ def test_split_fits_are_reproducible_and_use_the_threads(split_everything, monke
 
 
 def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch):
-    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(dual_split, "cores", lambda: 2)
     X, y = long_rows(n=3200, d=50_000, per_row=160)
     ld = lc.linear_data(X, 1.0)
     assert ld.data.size >= dual_split.SPLIT_MIN_STORED
     assert dual_split.worth_splitting(ld, 2)
     assert not dual_split.worth_splitting(ld, 1)
-    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(dual_split, "cores", lambda: 1)
     assert not dual_split.worth_splitting(ld, 2)
-    monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(dual_split, "cores", lambda: 2)
     short, _ = long_rows(n=12000, d=50_000, per_row=40)
     assert not dual_split.worth_splitting(lc.linear_data(short, 1.0), 2)
     assert dual_split.worth_splitting(lc.linear_data(np.ones((100, 5000)), 1.0), 2)  # dense rows: 5,000 columns

@@ -1271,7 +1271,7 @@ def test_fold_on_two_threads_writes_the_one_thread_arrays(monkeypatch, unit):
     kept = np.flatnonzero(counts >= 2)
     renumber[kept] = np.arange(kept.size, dtype=np.int32)
     n_single = int(np.sum(counts == 1))
-    monkeypatch.setattr(lc.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(lc, "cores", lambda: 2)
     monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", 0)
     two = lc._fold_entries(ld.data, ld.indices, ld.indptr, renumber, ld.unit, n_single)
     monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", 1 << 62)

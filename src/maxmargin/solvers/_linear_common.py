@@ -13,7 +13,6 @@ The compiled loops release the GIL (``nogil=True``), so one-vs-rest problems run
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from .._jit import parallel_and_serial
+from .._threads import cores
 from .base import Watch
 
 #: unsigned steps for the index arithmetic of the loops below (a signed literal would make the sum signed)
@@ -306,7 +306,7 @@ def _fold_entries(data, indices, indptr, renumber, unit, n_single):
     cols = np.empty(n_single, dtype=np.int64)
     vals = np.empty(n_single)
     outs = (out_data, out_indices, out_indptr, mass, rows, cols, vals)
-    mid = n // 2 if indices.shape[0] >= FOLD_THREADS_MIN_VALUES and (os.cpu_count() or 1) >= 2 else n
+    mid = n // 2 if indices.shape[0] >= FOLD_THREADS_MIN_VALUES and cores() >= 2 else n
     if mid < n:
         helper = threading.Thread(target=_fold_rows, args=(data, indices, indptr, renumber, unit, mid, n, True, *outs))
         helper.start()
@@ -882,7 +882,7 @@ def _hinge_objective(w, Xd, data, indices, indptr, dense, nf, bias, y, C, square
 
 
 _hinge_objective_par, _hinge_objective_ser = parallel_and_serial(_hinge_objective, nogil=True)
-#: rows a block of the parallel objective at least
+#: stored values a block of the parallel objective holds at least
 OBJECTIVE_BLOCK_VALUES = 200_000
 
 

@@ -42,6 +42,7 @@ from numba import njit, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._threads import cores
 from ._linear_common import (
     _dense_row_axpy,
     _dense_row_dot,
@@ -182,9 +183,10 @@ def split_points(indices, indptr, m):
 
 def worth_splitting(ld, n_threads):
     """Whether :func:`maxmargin.solvers.dual_cd.solve_svc` runs the split epochs for data ``ld`` (CSR or dense
-    rows) when offered ``n_threads``: two threads and two cores, and rows long enough (:data:`SPLIT_MIN_VALUES`,
+    rows) when offered ``n_threads``: two threads and two cores this thread may use (:func:`maxmargin._threads.cores`:
+    the affinity, and a Dask worker's thread count), and rows long enough (:data:`SPLIT_MIN_VALUES`,
     :data:`SPLIT_MIN_STORED`)."""
-    if n_threads is None or n_threads < 2 or (os.cpu_count() or 1) < 2 or ld.n_features < 16:
+    if n_threads is None or n_threads < 2 or cores() < 2 or ld.n_features < 16:
         return False
     if ld.dense and ld.n_features < SPLIT_MIN_DENSE_VALUES:
         return False
