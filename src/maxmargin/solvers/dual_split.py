@@ -252,6 +252,18 @@ def _half_axpy(data, indices, lo, hi, w, unit, d, dense, base):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _epoch_start(istate, fstate, index, active, rng, first_a, first_b):
+    """``(position, a, b)`` to start an epoch at: where the threads left one (``istate[I_POS]``, with the epoch's two
+    running values saved in ``fstate``), else position 0 of a new random order with ``first_a``, ``first_b``."""
+    s = istate[I_POS]
+    if s >= 0:
+        istate[I_POS] = -1
+        return s, fstate[F_MAX], fstate[F_MIN]
+    shuffle_active(index, active, rng)
+    return 0, first_a, first_b
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _prefetch_ahead(t, s, active, index, Rt, data, indices, unit, dense):
     """The record 8 rows ahead and the span(s) 4 rows ahead (CSR: this thread's span; both in the serial mode)."""
     W = R_WIDTH
@@ -334,16 +346,7 @@ def split_epochs(
     stop_next = 0.0
     e = 0
     while e < n_epochs:
-        s = istate[I_POS]
-        if s >= 0:  # resume an epoch the threads left
-            pg_max = fstate[F_MAX]
-            pg_min = fstate[F_MIN]
-            istate[I_POS] = -1
-        else:
-            s = 0
-            pg_max = -INF
-            pg_min = INF
-            shuffle_active(index, active, rng)
+        s, pg_max, pg_min = _epoch_start(istate, fstate, index, active, rng, -INF, INF)
         while s < active:
             i = index[s]
             _prefetch_ahead(t, s, active, index, Rt, data, indices, unit, dense)
@@ -450,16 +453,7 @@ def split_svr_epochs(
     stop_next = 0.0
     e = 0
     while e < n_epochs:
-        s = istate[I_POS]
-        if s >= 0:  # resume an epoch the threads left
-            g_max = fstate[F_MAX]
-            g_norm1 = fstate[F_MIN]
-            istate[I_POS] = -1
-        else:
-            s = 0
-            g_max = 0.0
-            g_norm1 = 0.0
-            shuffle_active(index, active, rng)
+        s, g_max, g_norm1 = _epoch_start(istate, fstate, index, active, rng, 0.0, 0.0)
         while s < active:
             i = index[s]
             _prefetch_ahead(t, s, active, index, Rt, data, indices, unit, dense)
