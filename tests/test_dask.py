@@ -2,6 +2,8 @@
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -81,6 +83,22 @@ def test_global_step_in_many_small_rounds(client, rng, monkeypatch):
     _, ref = qp_reference(Q, prob.p, ypm, prob.upper)
     assert abs(sol.objective - ref) <= 1e-7 * abs(ref)
     assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-7
+
+
+def test_restricted_solve_takes_the_idle_workers_threads(client):
+    """The global step's restricted solve runs alone: it goes to the host with the most worker threads
+    and takes all of them (both 1-thread workers of the fixture share 127.0.0.1); the other tasks keep
+    their worker's one thread."""
+    import numba
+
+    ex = scaleout.DaskExecutor(client)
+    addr, threads = ex.widest_host()
+    assert addr in client.scheduler_info()["workers"] and threads == 2
+    limit = min(client.run(lambda: numba.config.NUMBA_NUM_THREADS).values())
+    before = client.run(numba.get_num_threads)
+    assert ex.run_wide(numba.get_num_threads, ()) == min(2, limit)
+    assert client.run(numba.get_num_threads) == before  # the task gave the setting back
+    assert ex.map(numba.get_num_threads, [(), ()]) == [1, 1]
 
 
 def test_restricted_solve_holds_the_rest_fixed(rng):
@@ -228,3 +246,38 @@ def test_restart_mid_fit(client, kill_data, monkeypatch):
     if "est" in result:
         assert abs(result["est"].objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
     client.wait_for_workers(2, timeout=60)
+
+
+_FAULTS = """
+import resource, sys
+import numpy as np
+from maxmargin.scaleout import heap_kept
+
+def faults(rounds=30):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(rounds):
+        a = np.ones(1 << 19)  # 4 MiB, touched
+        del a
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+faults(2)
+outside = faults()
+with heap_kept():
+    faults(2)
+    inside = faults()
+after = faults()
+print(outside, inside, after)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not scaleout._libc(), reason="glibc's mallopt")
+def test_heap_kept_during_a_task_and_given_back_after():
+    """Under Dask's MALLOC_TRIM_THRESHOLD_ every large array is mapped afresh and faults its pages in again;
+    inside ``heap_kept`` freed arrays are reused from the heap, and after it the setting is as before."""
+    env = dict(os.environ, MALLOC_TRIM_THRESHOLD_="65536")
+    env.pop("MALLOC_MMAP_THRESHOLD_", None)
+    out = subprocess.run([sys.executable, "-c", _FAULTS], env=env, capture_output=True, text=True, check=True)
+    outside, inside, after = map(int, out.stdout.split())
+    assert outside >= 30 * 256  # a 4 MiB array's pages fault in again every time (1,024 pages; 514 measured)
+    assert inside < outside / 10
+    assert after > outside / 2

@@ -21,7 +21,9 @@ they stay clonable and picklable):
      multipliers and the bound ones that can take part in a violating pair against the
      extremes, the most violating first, at most ``max(MAX_ADD, ADD_PER_ROW n, 2 #free)``; see
      :func:`solve_restricted`), every other multiplier held where it is; this lowers the
-     objective (the maximal violating pair is in :math:`W`);
+     objective (the maximal violating pair is in :math:`W`).  Nothing else of the fit runs
+     meanwhile, so that task takes the threads of every worker on its host
+     (:meth:`DaskExecutor.run_wide`);
   4. :math:`G \mathrel{+}= Q_{\cdot D}\,\Delta\alpha_D` over the multipliers :math:`D` that
      changed, blockwise on the workers again (few rows: the support vectors at their bound
      that stayed there, most of them, cost nothing); back to 2.
@@ -38,11 +40,15 @@ the fit: the client needs the training data in memory, each worker only its shar
 blockwise (``map_blocks``) and return a dask array.
 
 Numba's compiled routines are cached on disk (``cache=True``): each worker process loads
-them once, not once per task.
+them once, not once per task.  A task keeps the memory it frees in its process's heap until it
+ends (:func:`heap_kept`; Dask's workers otherwise map every large array afresh).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 import time
 import warnings
 
@@ -155,6 +161,43 @@ class DaskExecutor:
 
         return self._run(submit)
 
+    def widest_host(self):
+        """``(address, threads)``: a worker on the host whose workers hold the most threads, and
+        that host's thread count (every worker on it together)."""
+        workers = self.client.scheduler_info().get("workers", {})
+        hosts = {}
+        for addr, info in workers.items():
+            host = info.get("host") or addr.rsplit(":", 1)[0]
+            hosts.setdefault(host, []).append((addr, int(info.get("nthreads", 1))))
+        if not hosts:
+            return None, 1
+        members = max(hosts.values(), key=lambda m: sum(t for _, t in m))
+        return max(members, key=lambda m: m[1])[0], sum(t for _, t in members)
+
+    def run_wide(self, fn, item):
+        """``fn(*item)`` as one task while no other task of the fit runs (the global step's
+        restricted solve): it goes to a worker of the host with the most worker threads and may
+        use all of them, since that host's other workers wait for it.  If that worker is lost
+        it runs wherever the scheduler puts it, still at most on its machine's cores."""
+
+        def submit():
+            addr, threads = self.widest_host()
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Ll]arge.*")
+                return [
+                    self.client.submit(
+                        on_worker,
+                        fn,
+                        *item,
+                        threads=threads,
+                        workers=None if addr is None else [addr],
+                        allow_other_workers=True,
+                        pure=False,
+                    )
+                ]
+
+        return self._run(submit)[0]
+
     # ------------------------------------------------------------ the global step
     def use_blocks(self, groups):
         """Scatter the data in these groups of rows (the first-level parts) instead of blocks of
@@ -201,10 +244,12 @@ class DaskExecutor:
         return out
 
 
-def on_worker(fn, *args):
+def on_worker(fn, *args, threads=None):
     """``fn(*args)`` with the compiled code's threads (Numba) and BLAS held to the worker's
     ``nthreads``: Dask's convention that a worker thread is a core.  Without it every worker
-    of a machine would start one thread per core and they would fight over the cores."""
+    of a machine would start one thread per core and they would fight over the cores.
+    ``threads``: a task that runs alone on its host (:meth:`DaskExecutor.run_wide`) takes the
+    threads of every worker there instead, at most the cores Numba was started with."""
     try:
         from distributed import get_worker
 
@@ -212,16 +257,79 @@ def on_worker(fn, *args):
         n = int(getattr(worker, "state", worker).nthreads)
     except (ImportError, ValueError, AttributeError):  # not on a worker: as it is
         return fn(*args)
+    if threads is not None:
+        n = max(n, int(threads))
     import numba
     from threadpoolctl import threadpool_limits
 
     old = numba.get_num_threads()
     numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
     try:
-        with threadpool_limits(n):
+        with threadpool_limits(n), heap_kept():
             return fn(*args)
     finally:
         numba.set_num_threads(old)
+
+
+#: glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: during a task: arrays up to this size come from the heap, and up to _TASK_TRIM of free heap stays
+_TASK_MMAP = 32 << 20
+_TASK_TRIM = 256 << 20
+#: glibc's default mmap threshold (which Dask's setting freezes)
+_DEFAULT_MMAP = 128 << 10
+_HEAP = {"depth": 0, "libc": None}
+_HEAP_LOCK = threading.Lock()
+
+
+def _libc():
+    if _HEAP["libc"] is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6")
+            _HEAP["libc"] = libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else False
+        except (OSError, AttributeError):  # not glibc
+            _HEAP["libc"] = False
+    return _HEAP["libc"]
+
+
+@contextlib.contextmanager
+def heap_kept():
+    """A context in which freed memory stays in the process's heap, given back to the system at its end.
+
+    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_`` set (memory goes back to the system
+    soon after it is freed), and any such setting also stops glibc from raising its mmap threshold as
+    it does by default: every array over 128 KiB is then mapped fresh and unmapped when freed, and its
+    pages fault in again on first touch.  The solvers' per-round work arrays (kernel columns, gradients
+    of 10,000-20,000 rows) paid that each time: a restricted solve of the global step (mix20, 100k rows)
+    took 11.7 s on a worker and 8.2 s in a plain process.  Here the thresholds are raised for the
+    task and restored after it, with ``malloc_trim`` to give the memory back as Dask intends.  Only
+    where such a setting is in the environment (otherwise glibc's adaptive threshold is left alone:
+    it cannot be restored once set), and only with glibc; the first of concurrent tasks raises the
+    thresholds, the last one restores them."""
+    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+    libc = _libc() if trim is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ else False
+    if not libc:
+        yield
+        return
+    with _HEAP_LOCK:
+        if _HEAP["depth"] == 0:
+            libc.mallopt(_M_MMAP_THRESHOLD, _TASK_MMAP)
+            libc.mallopt(_M_TRIM_THRESHOLD, _TASK_TRIM)
+        _HEAP["depth"] += 1
+    try:
+        yield
+    finally:
+        with _HEAP_LOCK:
+            _HEAP["depth"] -= 1
+            if _HEAP["depth"] == 0:
+                libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP)
+                try:
+                    libc.mallopt(_M_TRIM_THRESHOLD, int(trim))
+                except ValueError:  # not a number: glibc ignored it too
+                    pass
+                libc.malloc_trim(0)
 
 
 def _block_scores(block, kernel, sv, b):
@@ -376,7 +484,7 @@ def global_solve(
             cand = cand[np.argsort(-amount[cand], kind="stable")[:cap]]
         work = np.sort(cand)
         tr = time.perf_counter()
-        (res,) = executor.map(solve_restricted, [(subproblem(problem, work, alpha[work]), G[work], opts)])
+        res = executor.run_wide(solve_restricted, (subproblem(problem, work, alpha[work]), G[work], opts))
         if verbose:
             print(f"[divide/dask] working set of {work.size} solved in {time.perf_counter() - tr:.2f}s")
         d = res[0] - alpha[work]
