@@ -987,6 +987,33 @@ def test_thin_dense_data_go_to_csr_for_coordinate_descent_only():
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
 
 
+def test_large_dense_data_of_long_rows_stay_dense_for_coordinate_descent(monkeypatch):
+    """Dense data of >= CD_DENSE_MIN_FEATURES features and >= CD_DENSE_MIN_BYTES keep the dense layout for the
+    coordinate-descent loops (threshold lowered here); squared hinge, hinge and LinearSVR then run the dense loops
+    and reach the solutions of the CSR loops on the same data."""
+    from maxmargin import LinearSVR
+    from maxmargin.solvers import _linear_common as lc
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, lc.CD_DENSE_MIN_FEATURES))
+    y = np.where(X @ rng.normal(size=X.shape[1]) + rng.normal(size=300) > 0, 1, -1)
+    t = X @ rng.normal(size=X.shape[1])
+    assert not lc.linear_data(X, 1.0, rows_first=True).dense
+    assert not lc.linear_data(X[:, :-1], 1.0, rows_first=True).dense
+    monkeypatch.setattr(lc, "CD_DENSE_MIN_BYTES", X.nbytes)
+    assert lc.linear_data(X, 1.0, rows_first=True).dense
+    assert not lc.linear_data(X[:, :-1].copy(), 1.0, rows_first=True).dense  # one feature short
+    assert not lc.linear_data(X[:-1], 1.0, rows_first=True).dense  # a row short of the bytes
+    for kw in (dict(), dict(loss="hinge")):
+        a = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0, **kw).fit(X, y)
+        b = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0, **kw).fit(sp.csr_matrix(X), y)
+        np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-5, atol=1e-7)
+    a = LinearSVR(dual=True, tol=1e-8, max_iter=10**5, random_state=0).fit(X, t)
+    b = LinearSVR(dual=True, tol=1e-8, max_iter=10**5, random_state=0).fit(sp.csr_matrix(X), t)
+    np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
+
+
 @pytest.mark.parametrize("n", [3, 40, 700])
 def test_layout_of_wide_rows_from_a_column_sample(n):
     """linear_data samples long rows in runs of columns (_clearly_dense): wide dense rows stay dense, wide rows

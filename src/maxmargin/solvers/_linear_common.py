@@ -45,6 +45,14 @@ SPARSE_BELOW = 0.5
 #: (1,000 epochs): 40 features 2.8 / 2.4, 64: 1.6-2.2 / 1.4-1.7, 100: 1.38 / 1.17, 128: 1.03 / 0.98, 200: 0.75 / 0.63.
 #: TRON's passes are faster on the dense layout (letter26: 0.10 s against 0.25 s), so it keeps it.
 CD_CSR_MAX_FEATURES = 128
+#: ... unless they have at least CD_DENSE_MIN_FEATURES features and take CD_DENSE_MIN_BYTES or more: rows of that
+#: length out of the cache stream faster from the dense layout (8 bytes a value against CSR's 12, and the plain
+#: prefetch of :func:`prefetch_plan`).  Session 35 (Zen 4, 1 MB L2), dual CD epochs, ns a row dense / CSR:
+#: 40,000 x 50 (16 MB) 85 / 113, 80,000 x 50 107 / 141, 30,000 x 64 99 / 121, 40,000 x 100 143 / 210, 100,000 x
+#: 100 162 / 226; in cache CSR stays ahead (20,000 x 50, 8 MB: 72 / 61) and so do shorter rows (40 features:
+#: 135 / 142 and 130 / 125; 32: 94 / 87, 121 / 114; 20: 104 / 84).
+CD_DENSE_MIN_FEATURES = 48
+CD_DENSE_MIN_BYTES = 12 << 20
 
 
 @dataclass
@@ -109,13 +117,15 @@ def linear_data(X, bias, rows_first=False):
     """A :class:`LinearData` for ``X`` (dense, or CSR with sorted indices) and bias feature ``bias`` (<= 0: none).
     Float64 values that are exactly float32 are stored as float32 (:func:`_lossless_float32`); dense data with
     fewer than :data:`SPARSE_BELOW` non-zeros go to CSR.  ``rows_first``: for the coordinate-descent solvers,
-    which visit one row at a time -- dense data of at most :data:`CD_CSR_MAX_FEATURES` features go to CSR too."""
+    which visit one row at a time -- dense data of at most :data:`CD_CSR_MAX_FEATURES` features go to CSR too,
+    except large ones of :data:`CD_DENSE_MIN_FEATURES` or more (:data:`CD_DENSE_MIN_BYTES`)."""
     bias = float(bias) if bias is not None and bias > 0 else -1.0
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         return _csr_linear_data(X.data, X.indices, X.indptr, X.shape[1], bias)
     X = np.ascontiguousarray(X)
-    to_rows = rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES
+    long_rows = X.shape[1] >= CD_DENSE_MIN_FEATURES and X.nbytes >= CD_DENSE_MIN_BYTES
+    to_rows = rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES and not long_rows
     if X.size and not to_rows and _clearly_dense(X):
         indptr = None  # dense rows: no count of every value needed (a pass over X: 1 ms of reg_dense's 17 ms fit)
     else:
@@ -569,14 +579,18 @@ def prefetch_plan(ld):
     Data within :data:`PREFETCH_NONE_BYTES` get none (``stages`` 0; the CSR loops of the classifier keep
     their own plain scheme).
     Data that fit in cache with their per-row arrays (at most :data:`PREFETCH_STAGED_BYTES`) keep the plain
-    scheme (:func:`prefetch_row`): the row two positions ahead, nothing else (``(2, 1, 0)``; session 5 measured
-    it 1.8x faster epochs on a9a than none).  Larger data get the staged scheme (:func:`prefetch_staged`): ``ahead``
+    scheme (:func:`prefetch_row`): the row and its per-row entries two positions ahead (``(2, 1, 0)``; session 5
+    measured it 1.8x faster epochs on a9a than none).  So do dense rows of any size: session 35 (Zen 4, 1 MB L2)
+    measured the plain scheme's epochs 0.77-0.85x the staged scheme's at every distance tried (80,000 x 50
+    dense rows in a random order: 123 against 150-158 ns a row; 200,000 x 20: 119 against 143-157; 40,000 x 100:
+    174 against 210-222), where the staged scheme had won against a plain scheme that did not yet prefetch the
+    per-row entries.  Larger CSR data get the staged scheme (:func:`prefetch_staged`): ``ahead``
     positions for the last stage, longer for short rows (each costs little time, so a miss needs more rows to
     hide behind) and shorter for long ones (their lines fill the memory queues); CSR rows in 2 stages (``indptr``,
     then the row), or 3 when the weight vector is large (then the weights the row touches); ``entries``: the
-    per-row arrays are prefetched that many positions ahead.  Measured on 200,000 x 20 dense-valued rows (32 MB)
-    in a random order: 94 ms an epoch before, 43 ms staged; 300,000 rows with 4 of 2**20 hashed features:
-    112 ms against 60 ms."""
+    per-row arrays are prefetched that many positions ahead.  Measured when it came (the plain scheme without the
+    per-row entries then) on 200,000 x 20 dense rows: 94 ms an epoch before, 43 ms staged; 300,000 rows with 4
+    of 2**20 hashed features: 112 ms against 60 ms."""
     n = max(ld.n_samples, 1)
     if ld.dense:
         row_bytes = ld.n_features * ld.Xd.dtype.itemsize
@@ -585,12 +599,9 @@ def prefetch_plan(ld):
     footprint = n * (row_bytes + 6 * 8) + 8 * ld.n_weights
     if footprint <= PREFETCH_NONE_BYTES:
         return 0, 0, 0
-    if footprint <= PREFETCH_STAGED_BYTES:
+    if footprint <= PREFETCH_STAGED_BYTES or ld.dense:
         return 2, 1, 0
     lines = max(1, int(np.ceil(row_bytes / 64)))
-    if ld.dense:
-        rows_ahead = int(np.clip(PREFETCH_LINES // lines, 4, 16))
-        return rows_ahead, 2, rows_ahead
     rows_ahead = int(np.clip(PREFETCH_LINES // lines, PREFETCH_MIN_AHEAD, 16))
     if ld.n_weights * 8 > PREFETCH_WEIGHTS_L2 * l2_cache_bytes():
         return rows_ahead // 2, 3, rows_ahead // 2
