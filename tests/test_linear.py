@@ -1014,6 +1014,39 @@ def test_large_dense_data_of_long_rows_stay_dense_for_coordinate_descent(monkeyp
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
 
 
+@pytest.mark.parametrize("squared", [True, False])
+@pytest.mark.parametrize("bias", [1.0, -1.0])
+def test_dense_epochs_with_the_update_one_row_late_match_the_plain_ones(monkeypatch, squared, bias):
+    """Dense rows of <= LAG_MAX_FEATURES features run _svc_epochs_lag (each row's update of w applied after the
+    next row's product, which adds the pending step times the two rows' product): the same iterates to rounding
+    as the plain epochs, epoch by epoch, with shrinking (rows shrunk while an update is pending), and w equal to
+    sum y alpha x at the end."""
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(400, 20)) + 0.3
+    y = np.where(X @ rng.normal(size=20) + 0.5 * rng.normal(size=400) > 0, 1.0, -1.0)
+    ld = linear_data(X, bias)
+    assert ld.dense
+    C = np.full(400, 2.0)
+    fits = {}
+    for lag in (True, False):
+        monkeypatch.setattr(dual_cd, "LAG_MAX_FEATURES", 20 if lag else 0)
+        for k in (1, 3, 10**4):
+            f = dual_cd.solve_svc(ld, y, C, squared=squared, tol=1e-6, max_iter=k, seed=5, fold=False)
+            fits[lag, k] = f
+    for k in (1, 3, 10**4):
+        a, b = fits[True, k], fits[False, k]
+        np.testing.assert_allclose(a.dual, b.dual, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(a.w, b.w, rtol=1e-9, atol=1e-11)
+    f = fits[True, 10**4]
+    assert f.status == "converged" and f.n_iter > 3
+    Xb = np.hstack([X, np.full((400, 1), bias)]) if bias > 0 else X
+    np.testing.assert_allclose(f.w, Xb.T @ (f.dual * y), rtol=1e-9, atol=1e-10)
+    assert np.count_nonzero(f.dual) < 400  # rows at 0: shrinking ran
+
+
 @pytest.mark.parametrize("n", [3, 40, 700])
 def test_layout_of_wide_rows_from_a_column_sample(n):
     """linear_data samples long rows in runs of columns (_clearly_dense): wide dense rows stay dense, wide rows
