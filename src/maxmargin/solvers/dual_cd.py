@@ -107,7 +107,8 @@ def async_workers(ld, n_threads):
 #: row, and the extra product :math:`x_i\cdot x_p` (both rows in cache) costs less than the wait on short rows.
 #: Session 35 (Zen 4), dual CD epochs, ns a row as written / with LAG: 2,000 x 50 50 / 43, 20,000 x 50 79 / 50,
 #: 80,000 x 50 117 / 96, 40,000 x 100 168 / 147; but 10,000 x 400 393 / 408 and 5,000 x 2,000 1,328 / 1,708 (the
-#: extra product outweighs the wait on long rows).
+#: extra product outweighs the wait on long rows).  LinearSVR's dense epochs with the same change ran 0.97-0.98x
+#: the time on 100,000 x 50 (reg_dense): not worth a third compiled copy of :func:`_svr_epochs`.
 LAG = False
 LAG_MAX_FEATURES = CD_CSR_MAX_FEATURES
 
