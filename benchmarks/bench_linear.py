@@ -67,6 +67,7 @@ SETS = (
     "dense2k",
     "wide400",
     "imbal100k",
+    "mid64",
     "short_text",
     "classes200",
     "news20b",

@@ -307,6 +307,16 @@ def imbal100k(n=80_000, n_test=20_000, d=50, rare=0.01, seed=52):
     return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
 
 
+def mid64(n=60_000, n_test=15_000, d=64, k=10, seed=55):
+    """Dense rows of middling width, many of them: 75k x 64 Gaussian features (30 MB of training rows), 10 classes
+    (the argmax of planted linear scores plus unit noise) -- sensor or embedding features.  The shape where the
+    coordinate-descent loops keep the dense layout (session 35)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_test, d))
+    y = (X @ rng.normal(size=(d, k)) + rng.normal(size=(n + n_test, k))).argmax(1)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
 def short_text(n=160_000, n_test=40_000, vocab=100_000, seed=53):
     """Short documents (as tweets or titles): 200k rows of 3-13 distinct words from a Zipf law over 100k words,
     values uniform in [0.1, 1.1), rows scaled to unit length; labels from planted weights plus noise."""
@@ -435,6 +445,7 @@ LOADERS.update(
     classes300=classes300,
     wide400=wide400,
     imbal100k=imbal100k,
+    mid64=mid64,
     short_text=short_text,
     classes200=classes200,
     news20b=news20b,
