@@ -164,7 +164,11 @@ class DaskExecutor:
     def widest_host(self):
         """``(address, threads)``: a worker on the host whose workers hold the most threads, and
         that host's thread count (every worker on it together)."""
-        workers = self.client.scheduler_info().get("workers", {})
+        try:  # every worker (some releases list only the first few unless asked)
+            info = self.client.scheduler_info(n_workers=-1)
+        except TypeError:  # releases without the argument list them all
+            info = self.client.scheduler_info()
+        workers = info.get("workers", {})
         hosts = {}
         for addr, info in workers.items():
             host = info.get("host") or addr.rsplit(":", 1)[0]
