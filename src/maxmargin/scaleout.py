@@ -170,9 +170,9 @@ class DaskExecutor:
             info = self.client.scheduler_info()
         workers = info.get("workers", {})
         hosts = {}
-        for addr, info in workers.items():
-            host = info.get("host") or addr.rsplit(":", 1)[0]
-            hosts.setdefault(host, []).append((addr, int(info.get("nthreads", 1))))
+        for addr, worker in workers.items():
+            host = worker.get("host") or addr.rsplit(":", 1)[0]
+            hosts.setdefault(host, []).append((addr, int(worker.get("nthreads", 1))))
         if not hosts:
             return None, 1
         members = max(hosts.values(), key=lambda m: sum(t for _, t in m))
