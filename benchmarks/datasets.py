@@ -317,6 +317,20 @@ def mid64(n=60_000, n_test=15_000, d=64, k=10, seed=55):
     return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
 
 
+def emb128(n=8_000, n_test=2_000, d=128, k=2, seed=57):
+    """Few rows of embedding width: 10k x 128 dense (8 MB of training rows, below the size rules of session 35),
+    unit-length rows around two overlapping class centres -- sentence or image embeddings of one labelled task.
+    The shape where the dense layout pays whatever the size (session 36)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, d)) * 0.12
+    y = rng.integers(0, k, size=n + n_test)
+    X = centres[y] + rng.normal(size=(n + n_test, d)) / np.sqrt(d)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    if k == 2:
+        y = np.where(y == 1, 1, -1)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
 def short_text(n=160_000, n_test=40_000, vocab=100_000, seed=53):
     """Short documents (as tweets or titles): 200k rows of 3-13 distinct words from a Zipf law over 100k words,
     values uniform in [0.1, 1.1), rows scaled to unit length; labels from planted weights plus noise."""
@@ -426,6 +440,13 @@ def tweets(n=100_000, n_test=20_000, seed=65):
     return _wide_text(n, n_test, 200_000, 11, 300, 0.15, seed)
 
 
+def abstracts(n=4_000, n_test=1_000, seed=67):
+    """Few mid-length documents over a small vocabulary: 4k rows over 5,000 words, ~150 distinct words a row
+    (7 MB of training rows: rows and weights stay in cache).  The shape where the split dual epochs lost 1.5-1.7x
+    to one thread (session 36)."""
+    return _wide_text(n, n_test, 5_000, 300, 60, 0.02, seed)
+
+
 def news20m(n=11_000, n_test=4_000, seed=66):
     """news20's multi-class shape: 20 classes, 11k documents over 130,000 words, ~130 distinct words a row."""
     return _wide_text(n, n_test, 130_000, 195, 500, 0.015, seed, n_classes=20)
@@ -446,6 +467,8 @@ LOADERS.update(
     wide400=wide400,
     imbal100k=imbal100k,
     mid64=mid64,
+    emb128=emb128,
+    abstracts=abstracts,
     short_text=short_text,
     classes200=classes200,
     news20b=news20b,

@@ -1004,6 +1004,16 @@ def test_large_dense_data_of_long_rows_stay_dense_for_coordinate_descent(monkeyp
     assert lc.linear_data(X, 1.0, rows_first=True).dense
     assert not lc.linear_data(X[:, :-1].copy(), 1.0, rows_first=True).dense  # one feature short
     assert not lc.linear_data(X[:-1], 1.0, rows_first=True).dense  # a row short of the bytes
+    # the middle tier (CD_DENSE_MID_FEATURES features from CD_DENSE_MID_BYTES) and rows of CD_DENSE_ANY_FEATURES
+    mid = rng.normal(size=(40, lc.CD_DENSE_MID_FEATURES))
+    assert not lc.linear_data(mid, 1.0, rows_first=True).dense
+    monkeypatch.setattr(lc, "CD_DENSE_MID_BYTES", mid.nbytes)
+    assert lc.linear_data(mid, 1.0, rows_first=True).dense
+    assert not lc.linear_data(mid[:-1], 1.0, rows_first=True).dense  # a row short of the bytes
+    assert not lc.linear_data(mid[:, :-1].copy(), 1.0, rows_first=True).dense  # one feature short: the 48 tier
+    wide = rng.normal(size=(20, lc.CD_DENSE_ANY_FEATURES))
+    assert lc.linear_data(wide, 1.0, rows_first=True).dense
+    assert not lc.linear_data(wide[:, :-1].copy(), 1.0, rows_first=True).dense
     for kw in (dict(), dict(loss="hinge")):
         a = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0, **kw).fit(X, y)
         b = LinearSVC(dual=True, tol=1e-8, max_iter=10**5, random_state=0, **kw).fit(sp.csr_matrix(X), y)

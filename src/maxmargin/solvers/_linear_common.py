@@ -53,6 +53,16 @@ CD_CSR_MAX_FEATURES = 128
 #: 135 / 142 and 130 / 125; 32: 94 / 87, 121 / 114; 20: 104 / 84).
 CD_DENSE_MIN_FEATURES = 48
 CD_DENSE_MIN_BYTES = 12 << 20
+#: ... or CD_DENSE_MID_FEATURES features and CD_DENSE_MID_BYTES, or CD_DENSE_ANY_FEATURES features whatever their
+#: size.  Session 36 (Zen 4), with the dense epochs' update one row late (``dual_cd.LAG``, which came after the
+#: figures above), whole ``LinearSVC`` / ``LinearSVR`` dual fits, dense / CSR: 1,000-2,000 x 128 0.78-0.81, 4,000 x
+#: 128 0.81 (LinearSVR 0.71-0.78), 10,000 x 128 0.73, 1,000 x 96 0.74, 2,000 x 96 0.91-0.94 (0.85-0.96), 4,000 x 96
+#: 0.91, 8,000 x 96 0.84, 12,000 x 100 0.89 (10,000 x 100: 0.67-0.69); 64 features: 16,000 rows (8 MB) 0.87,
+#: 20,000 0.66-0.78 (0.43-0.54), but 2,000-12,000 rows 0.97-1.10 (10,000: 0.86-0.88); 48 features: 10,000 rows
+#: 1.17-1.29, 20,000-24,000 rows 0.78-1.10.
+CD_DENSE_MID_FEATURES = 64
+CD_DENSE_MID_BYTES = 8 << 20
+CD_DENSE_ANY_FEATURES = 96
 
 
 @dataclass
@@ -118,13 +128,14 @@ def linear_data(X, bias, rows_first=False):
     Float64 values that are exactly float32 are stored as float32 (:func:`_lossless_float32`); dense data with
     fewer than :data:`SPARSE_BELOW` non-zeros go to CSR.  ``rows_first``: for the coordinate-descent solvers,
     which visit one row at a time -- dense data of at most :data:`CD_CSR_MAX_FEATURES` features go to CSR too,
-    except large ones of :data:`CD_DENSE_MIN_FEATURES` or more (:data:`CD_DENSE_MIN_BYTES`)."""
+    except rows of :data:`CD_DENSE_ANY_FEATURES` values or more, and large data of :data:`CD_DENSE_MID_FEATURES`
+    or :data:`CD_DENSE_MIN_FEATURES` features (:func:`_dense_rows_first`)."""
     bias = float(bias) if bias is not None and bias > 0 else -1.0
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         return _csr_linear_data(X.data, X.indices, X.indptr, X.shape[1], bias)
     X = np.ascontiguousarray(X)
-    long_rows = X.shape[1] >= CD_DENSE_MIN_FEATURES and X.nbytes >= CD_DENSE_MIN_BYTES
+    long_rows = _dense_rows_first(X.shape[1], X.nbytes)
     to_rows = rows_first and X.shape[1] <= CD_CSR_MAX_FEATURES and not long_rows
     if X.size and not to_rows and _clearly_dense(X):
         indptr = None  # dense rows: no count of every value needed (a pass over X: 1 ms of reg_dense's 17 ms fit)
@@ -136,6 +147,16 @@ def linear_data(X, bias, rows_first=False):
         return _csr_linear_data(data, indices, indptr, X.shape[1], bias)
     X = _lossless_float32(X)
     return LinearData(X, np.empty(0, X.dtype), np.empty(0, np.int32), np.zeros(1, np.int64), True, X.shape[1], bias)
+
+
+def _dense_rows_first(n_features, nbytes):
+    """Whether dense data of ``n_features`` features taking ``nbytes`` keep the dense layout for the
+    coordinate-descent loops (see :data:`CD_DENSE_MIN_FEATURES`)."""
+    return (
+        n_features >= CD_DENSE_ANY_FEATURES
+        or (n_features >= CD_DENSE_MID_FEATURES and nbytes >= CD_DENSE_MID_BYTES)
+        or (n_features >= CD_DENSE_MIN_FEATURES and nbytes >= CD_DENSE_MIN_BYTES)
+    )
 
 
 #: :func:`_clearly_dense` counts the non-zeros of this many rows, spread over X ...
