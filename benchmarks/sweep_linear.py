@@ -90,6 +90,11 @@ CASES = (
     "longdocs/l1",
     "news20m/cs",
     "reg_rcv1b/svr-l1",
+    # dense rows for Crammer-Singer, and the shapes of session 36
+    "emb128/cs",
+    "wide400/cs",
+    "emb128/hinge",
+    "abstracts/hinge",
 )
 
 

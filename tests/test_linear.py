@@ -165,23 +165,30 @@ def test_svc_matches_liblinear(combo, sparse):
     assert _agree_decisive(est, X, p_ll) >= 0.995
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["csr", "dense"])
 @pytest.mark.parametrize("k", [12, 70])
-def test_crammer_singer_shrinking_on_many_classes(k):
+def test_crammer_singer_shrinking_on_many_classes(k, dense):
     """Crammer-Singer's shrinking (classes at their bound leave a sample's list, samples with one class left leave
     the epoch; LIBLINEAR's scheme) on many classes: 12 (few classes left in play, their weights gathered; sorted
     sub-problems) and 70 (the largest values moved to the front one at a time, SELECT_MIN_CLASSES).  It ends at
-    LIBLINEAR's objective at a tight tol; at a loose tol it stops sooner, within 5% of the minimum."""
+    LIBLINEAR's objective at a tight tol; at a loose tol it stops sooner, within 5% of the minimum.  Dense rows
+    run the class-major epochs (CLASS_MAJOR: a vector-lane product a class), CSR rows the feature-major ones."""
     from maxmargin.solvers import crammer_singer
 
     assert (k >= crammer_singer.SELECT_MIN_CLASSES) == (k == 70)
     rng = np.random.default_rng(k)
     n, d = 10 * k, 40
     X = sp.random(n, d, density=0.3, format="csr", random_state=k)
+    if dense:
+        X = X.toarray()
+        X[X == 0] = 0.01 * rng.normal(size=int(np.count_nonzero(X == 0)))  # dense enough to stay dense
     y = np.asarray(X @ rng.normal(size=(d, k)) + 0.2 * rng.normal(size=(n, k))).argmax(axis=1)
     y[:k] = np.arange(k)  # every class present
     C = 0.5
     est = LinearSVC(multi_class="crammer_singer", C=C, tol=1e-6, max_iter=100000, random_state=0).fit(X, y)
     m = _liblinear(X, y, 4, C=C, eps=1e-6)
+    if dense:
+        assert crammer_singer._epochs_cm.signatures  # dense rows ran the class-major epochs
     coef = np.zeros((k, d + 1))
     W = np.ctypeslib.as_array(m.w, shape=((d + 1) * k,)).reshape(d + 1, k).T
     labels = list(m.get_labels())
