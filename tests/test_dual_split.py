@@ -211,7 +211,6 @@ def test_the_split_solves_the_same_problem_as_the_plain_solver():
 def split_everything(monkeypatch):
     """Let LinearSVC take the split epochs on small data (its thresholds are for speed, not correctness)."""
     monkeypatch.setattr(dual_split, "SPLIT_MIN_STORED", 0)
-    monkeypatch.setattr(dual_split, "SPLIT_MIN_SPARSE_STORED", 0)
     monkeypatch.setattr(dual_split, "SPLIT_MIN_VALUES", 1)
     monkeypatch.setattr(dual_split, "SPLIT_MIN_DENSE_VALUES", 1)
     monkeypatch.setattr(dual_split, "cores", lambda: 2)
@@ -252,7 +251,7 @@ def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch
     monkeypatch.setattr(dual_split, "cores", lambda: 2)
     X, y = long_rows(n=12_000, d=50_000, per_row=160)
     ld = lc.linear_data(X, 1.0)
-    assert ld.data.size >= dual_split.SPLIT_MIN_SPARSE_STORED
+    assert ld.data.size >= dual_split.SPLIT_MIN_STORED
     assert dual_split.worth_splitting(ld, 2)
     assert not dual_split.worth_splitting(ld, 1)
     monkeypatch.setattr(dual_split, "cores", lambda: 1)
@@ -262,9 +261,10 @@ def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch
     assert not dual_split.worth_splitting(lc.linear_data(short, 1.0), 2)
     # long rows, but few of them: rows and weights stay in cache, where the exchange costs more than it saves
     few = lc.linear_data(X[:4000], 1.0)
-    assert few.data.size / 4000 >= dual_split.SPLIT_MIN_VALUES and few.data.size < dual_split.SPLIT_MIN_SPARSE_STORED
+    assert few.data.size / 4000 >= dual_split.SPLIT_MIN_VALUES and few.data.size < dual_split.SPLIT_MIN_STORED
     assert not dual_split.worth_splitting(few, 2)
-    assert dual_split.worth_splitting(lc.linear_data(np.ones((100, 5000)), 1.0), 2)  # dense rows: 5,000 columns
+    assert dual_split.worth_splitting(lc.linear_data(np.ones((320, 5000)), 1.0), 2)  # dense rows: 5,000 columns
+    assert not dual_split.worth_splitting(lc.linear_data(np.ones((100, 5000)), 1.0), 2)  # too few values
     assert not dual_split.worth_splitting(lc.linear_data(np.ones((1000, 2000)), 1.0), 2)
 
 

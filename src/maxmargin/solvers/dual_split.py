@@ -64,16 +64,16 @@ SPLIT_MIN_VALUES = 128
 #: dense rows of fewer values than this keep the plain epochs (their vector sums stream the rows: 2,000 values a row
 #: split gave 0.93x the time for LinearSVC, 1.05x for LinearSVR; 20,000 a row 0.72x and 0.95x)
 SPLIT_MIN_DENSE_VALUES = 4096
-#: ... and data of fewer stored values (starting the thread costs ~0.1 ms a chunk of epochs)
-SPLIT_MIN_STORED = 400_000
-#: ... and CSR data of fewer stored values than this (~18 MB at 12 bytes a value).  Session 36 (Zen 4, 1 MB L2),
-#: split / serial epochs, whole ``LinearSVC`` fits, rows x values a row x columns: where the rows and weights stay
-#: in cache the exchange costs more than the half row saves -- 4,000 x 128 dense rows as CSR 2.0x, 4,000 x 160 x
-#: 2,000 1.63x, 4,000 x 151 x 5,000 (TF-IDF) 1.49-1.73x, 6,000 x 200 x 10,000 1.22x, 3,000 x 290 x 20,000 1.16x,
-#: 8,000 x 151 x 5,000 1.08x, 4,000 x 178 x 100,000 1.03-1.18x; from ~1.5M values (data beyond the L3 share) it
-#: gains: 20,000 x 200 x 50,000 0.76, 12,000 x 200 x 10,000 0.72, 10,000 x 250 x 100,000 0.79, 3,000 x 1,000 x
-#: 100,000 0.75, longdocs 0.66-0.71, news20b 0.86-1.02; 16,000 x 151 x 5,000 1.01
-SPLIT_MIN_SPARSE_STORED = 1_500_000
+#: ... and data of fewer stored values (~18 MB of CSR rows at 12 bytes a value; 400,000 until session 36).
+#: Session 36 (Zen 4, 1 MB L2), split / serial, whole ``LinearSVC`` fits: where the rows and weights stay in cache
+#: the exchange costs more than the half row saves -- CSR rows x values a row x columns: 4,000 x 128 dense rows as
+#: CSR 2.0, 4,000 x 160 x 2,000 1.63, 4,000 x 151 x 5,000 (TF-IDF) 1.49-1.73, 6,000 x 200 x 10,000 1.22, 3,000 x
+#: 290 x 20,000 1.16, 8,000 x 151 x 5,000 1.08, 4,000 x 178 x 100,000 1.03-1.18 (``LinearSVR``: 1.47-2.02); dense
+#: rows: 100-300 x 4,096-8,000 (0.5-1.2M values) 1.03-1.20, 150 x 10,000 1.01.  From ~1.5M values it gains: CSR
+#: 20,000 x 200 x 50,000 0.76, 12,000 x 200 x 10,000 0.72, 10,000 x 250 x 100,000 0.79, 3,000 x 1,000 x 100,000
+#: 0.75, longdocs 0.66-0.71, news20b 0.86-1.02, 16,000 x 151 x 5,000 1.01; dense 400 x 5,000 0.88, 1,000 x 4,096
+#: 0.81, 320 x 20,000 0.78, 250 x 8,000 1.07.
+SPLIT_MIN_STORED = 1_500_000
 #: spins (each a ``pause``, ~10-40 ns) a thread waits for the other's post before it asks to stop
 SPIN_LIMIT = 1 << 13
 #: spins after which a wait is taken for a dead thread (never reached by a live one: minutes)
@@ -193,14 +193,13 @@ def worth_splitting(ld, n_threads):
     """Whether :func:`maxmargin.solvers.dual_cd.solve_svc` runs the split epochs for data ``ld`` (CSR or dense
     rows) when offered ``n_threads``: two threads and two cores this thread may use (:func:`maxmargin._threads.cores`:
     the affinity, and a Dask worker's thread count), and rows long enough (:data:`SPLIT_MIN_VALUES`,
-    :data:`SPLIT_MIN_STORED`; CSR data :data:`SPLIT_MIN_SPARSE_STORED`)."""
+    :data:`SPLIT_MIN_STORED`)."""
     if n_threads is None or n_threads < 2 or cores() < 2 or ld.n_features < 16:
         return False
     if ld.dense and ld.n_features < SPLIT_MIN_DENSE_VALUES:
         return False
     stored = ld.Xd.size if ld.dense else ld.data.size
-    least = SPLIT_MIN_STORED if ld.dense else max(SPLIT_MIN_STORED, SPLIT_MIN_SPARSE_STORED)
-    return stored >= least and stored >= SPLIT_MIN_VALUES * max(ld.n_samples, 1)
+    return stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * max(ld.n_samples, 1)
 
 
 # --------------------------------------------------------------------------- the epochs
