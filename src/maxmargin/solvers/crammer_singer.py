@@ -429,7 +429,8 @@ def solve(
     """Crammer-Singer on ``ld`` (:class:`~maxmargin.solvers._linear_common.LinearData`) with class indices ``y``
     (0..k-1) and per-sample ``C``.  ``alpha0`` (n, k): a warm start.  Returns a
     :class:`~maxmargin.solvers.dual_cd.LinearFit` whose ``w`` is (k, n_weights) and ``dual`` is alpha (the epochs
-    keep the weights feature-major, (n_weights, k): see :func:`_scores`)."""
+    keep the weights feature-major, (n_weights, k), on CSR rows -- see :func:`_scores` -- and class-major on dense
+    rows, :data:`CLASS_MAJOR`)."""
     from .dual_cd import LinearFit
 
     n = y.shape[0]
