@@ -3,6 +3,7 @@
     python benchmarks/bench_linear.py                       # every set, 3 repeats, median
     python benchmarks/bench_linear.py a9a ijcnn1 --repeat 5
     python benchmarks/bench_linear.py a9a text2 --C 100     # another C for every set
+    python benchmarks/bench_linear.py a9a text2 --tol 1e-4  # another tol (scikit-learn's default) for both solvers
     python benchmarks/bench_linear.py --nystroem            # approximate-kernel route vs the exact RBF SVC
 
 Problem: L2-regularised squared hinge, C = 1 (MNIST: C = 0.01, where LIBLINEAR's dual solver needs ~15 s at C = 1),
@@ -235,7 +236,7 @@ class Peer:
         return coef, b, predict
 
 
-def run_set(name, repeat, peers, C=None):
+def run_set(name, repeat, peers, C=None, tol_all=None):
     t0 = time.perf_counter()
     Xtr, ytr, Xte, yte = load(name)
     nnz = Xtr.nnz if sp.issparse(Xtr) else int(np.count_nonzero(Xtr))
@@ -251,7 +252,8 @@ def run_set(name, repeat, peers, C=None):
     print("|---|---|---|---|---|---|---|---|---|")
     C = C_OF.get(name, 1.0) if C is None else C
     rows = []
-    for sname, (snum, tol) in SOLVERS.items():
+    for sname, (snum, tol_default) in SOLVERS.items():
+        tol = tol_default if tol_all is None else tol_all
         res = {}
         for pname in peers:
             if pname == "maxmargin-async" and sname != "dual":
@@ -327,6 +329,12 @@ def main():
     ap.add_argument("sets", nargs="*", default=list(SETS))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--C", type=float, default=None, help="C for every set (default: 1, mnist 0.01)")
+    ap.add_argument(
+        "--tol",
+        type=float,
+        default=None,
+        help="tol for both solvers (default: LIBLINEAR's, 0.1 dual and 0.01 primal; scikit-learn's default is 1e-4)",
+    )
     ap.add_argument("--peers", nargs="+", default=["maxmargin", "maxmargin-async", "liblinear", "sklearn"])
     ap.add_argument("--nystroem", action="store_true", help="only the approximate-kernel comparison")
     ap.add_argument(
@@ -346,7 +354,7 @@ def main():
 
     with threadpool_limits(limits=args.blas_threads or None, user_api="blas"):
         for name in args.sets:
-            run_set(name, args.repeat, args.peers, args.C)
+            run_set(name, args.repeat, args.peers, args.C, args.tol)
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
 
 

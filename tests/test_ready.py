@@ -157,3 +157,72 @@ def test_bad_input_still_named(make):
         make().fit(Xnan, yc)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         make().fit(Xd, yc[:19])
+
+
+def _non_canonical(n=240, d=40, copies=5, seed=0):
+    """A canonical CSR matrix, the same matrix with every value stored as ``copies`` equal parts (duplicate
+    columns within a row) in shuffled order, and a target."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.2, random_state=seed, format="csr")
+    y = np.where(X @ rng.normal(size=d) + 0.1 * rng.normal(size=n) > 0, 1, -1)
+    rows = np.repeat(np.arange(n), np.diff(X.indptr))
+    r, c, v = np.repeat(rows, copies), np.repeat(X.indices, copies), np.repeat(X.data / copies, copies)
+    order = np.lexsort((rng.random(r.size), r))  # rows in order, each row's entries shuffled
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n))])
+    Xdup = sp.csr_matrix((v[order], c[order].astype(np.int32), indptr.astype(np.int32)), shape=X.shape)
+    assert not Xdup.has_canonical_format and not Xdup.has_sorted_indices
+    return X, Xdup, y
+
+
+def test_canonical_csr_sums_duplicates_into_a_copy():
+    from maxmargin._ready import canonical_csr
+
+    X, Xdup, _ = _non_canonical()
+    before = (Xdup.data.copy(), Xdup.indices.copy(), Xdup.indptr.copy())
+    Z = canonical_csr(Xdup)
+    assert Z.has_canonical_format and Z.nnz == X.nnz
+    np.testing.assert_allclose(Z.toarray(), X.toarray(), rtol=1e-14, atol=0)
+    for a, b in zip(before, (Xdup.data, Xdup.indices, Xdup.indptr)):  # the caller's arrays untouched
+        np.testing.assert_array_equal(a, b)
+    assert canonical_csr(X) is X  # canonical CSR: no copy
+    D = X.toarray()
+    assert canonical_csr(D) is D
+    assert canonical_csr(X.tocoo()).format == "csr"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: maxmargin.LinearSVC(tol=1e-8, max_iter=100_000),
+        lambda: maxmargin.LinearSVC(dual=False, tol=1e-8),
+        lambda: maxmargin.LinearSVC(penalty="l1", dual=False, tol=1e-8, max_iter=100_000),
+        lambda: maxmargin.LinearSVC(loss="hinge", tol=1e-8, max_iter=100_000),
+        lambda: maxmargin.LinearSVC(multi_class="crammer_singer", tol=1e-8, max_iter=100_000),
+        lambda: maxmargin.LinearSVR(tol=1e-8, max_iter=100_000),
+        lambda: maxmargin.LinearSVR(loss="squared_epsilon_insensitive", tol=1e-8, max_iter=100_000),
+        lambda: maxmargin.SVC(kernel="rbf", gamma=1.0, tol=1e-6),
+        lambda: maxmargin.SVC(kernel="linear", tol=1e-6),
+        lambda: maxmargin.SVC(kernel="poly", degree=2, tol=1e-6),
+        lambda: maxmargin.NuSVC(nu=0.3, gamma=1.0, tol=1e-6),
+        lambda: maxmargin.SVR(gamma=1.0, tol=1e-6),
+        lambda: maxmargin.OneClassSVM(gamma=1.0, tol=1e-6),
+    ],
+)
+def test_duplicate_and_unsorted_columns_fit_the_matrix_they_sum_to(make):
+    """scipy lets a row store one column several times (the matrix holds the sum) in any order.  Every
+    estimator fits and predicts such rows as the matrix they sum to.  Before: the dual solvers' ||x_i||^2 summed
+    the parts' squares (a step 5x too long: coefficients off by up to 1e155 after max_iter epochs), SVC's
+    kernel rows ran without end, and fit sorted the caller's arrays in place."""
+    X, Xdup, y = _non_canonical()
+    before = (Xdup.data.copy(), Xdup.indices.copy(), Xdup.indptr.copy())
+    a, b = make().fit(X, y), make().fit(Xdup, y)
+    for a_, b_ in zip(before, (Xdup.data, Xdup.indices, Xdup.indptr)):
+        np.testing.assert_array_equal(a_, b_)
+    score = a.decision_function if hasattr(a, "decision_function") else a.predict
+    ref = score(X)
+    np.testing.assert_allclose(
+        b.decision_function(X) if hasattr(b, "decision_function") else b.predict(X),
+        ref,
+        atol=1e-5 * (1 + np.abs(ref).max()),
+    )
+    np.testing.assert_allclose(score(Xdup), ref, rtol=1e-10, atol=1e-10)

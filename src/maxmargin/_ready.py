@@ -34,6 +34,23 @@ def _all_finite(a):
     return s == 0.0
 
 
+def canonical_csr(X):
+    r"""``X`` itself unless it is a sparse matrix other than CSR in scipy's canonical format (column indices sorted
+    and distinct within each row); then a CSR copy with each row sorted and its duplicates summed.
+
+    scipy allows a column stored twice in one row (the matrix holds their sum) and any order.  The compiled loops
+    read rows by their stored values: the dual solvers' :math:`\|x_i\|^2` summed the duplicates' squares (one
+    value stored as six sixths: the step 6x too long, coefficients off by 1e21), the kernel rows merge sorted
+    indices (an SVC on such rows ran without end).  The caller's matrix is never changed (the in-place
+    ``sort_indices`` once reordered the user's arrays); scipy caches the format check on the matrix, so canonical
+    input pays for it once."""
+    if not sp.issparse(X) or (X.format == "csr" and X.has_canonical_format):
+        return X
+    X = sp.csr_matrix(X, copy=True)
+    X.sum_duplicates()
+    return X
+
+
 def all_finite(a):
     """Whether every value of the C-contiguous float array ``a`` is finite."""
     return bool(_all_finite(a.reshape(-1)))

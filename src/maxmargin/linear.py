@@ -62,7 +62,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from . import labels
-from ._ready import ready_xy
+from ._ready import canonical_csr, ready_xy
 from ._threads import one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .solvers import cd_l1, crammer_singer, dual_cd, dual_primal, tron
@@ -224,10 +224,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
                 y_numeric=y_numeric,
             )
         )
-        if sp.issparse(X):
-            X = X.copy() if not X.has_sorted_indices else X
-            X.sort_indices()
-        return X, y
+        return canonical_csr(X), y
 
     _sample_weights = staticmethod(sample_weights)
 

@@ -45,7 +45,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import dedup, formulations, labels, probability, scaleout, votes
-from ._ready import all_finite, ready_x, ready_xy
+from ._ready import all_finite, canonical_csr, ready_x, ready_xy
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .early import _EARLY_ATTRIBUTES, early_decision, set_early_model
@@ -366,8 +366,7 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
                 if ready is not None
                 else validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C", y_numeric=y_numeric)
             )
-        if sp.issparse(X):
-            X.sort_indices()
+        X = canonical_csr(X)
         _check_width(X)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"a precomputed kernel must be a square Gram matrix, got shape {X.shape}")
@@ -459,7 +458,7 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
         if sp.issparse(X) != self._sparse and self._sparse:
             X = sp.csr_matrix(X)
-        return X
+        return canonical_csr(X)
 
     def _kernel_to_sv(self, X, SV):
         """Kernel block between rows of X and the support vectors ``SV``."""

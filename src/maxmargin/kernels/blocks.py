@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, uint64
 
+from .._ready import canonical_csr
 from .formulas import PRECOMPUTED, RBF, check_code, exp_nonpos, transform
 from .objects import narrow_dots, row_norms_sq
 
@@ -67,8 +68,7 @@ def block_data(X, kernel):
     gamma, coef0, degree = (float(v) for v in kernel.params)
     sq = np.ascontiguousarray(row_norms_sq(X), dtype=np.float64) if code == RBF else np.zeros(X.shape[0])
     if sp.issparse(X):
-        Xc = sp.csr_matrix(X, dtype=np.float64)
-        Xc.sort_indices()
+        Xc = canonical_csr(sp.csr_matrix(X, dtype=np.float64))
         return BlockData(
             SPARSE,
             code,

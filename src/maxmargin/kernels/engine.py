@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
+from .._ready import canonical_csr
 from .blocks import columns_of, postings_dots
 from .formulas import PRECOMPUTED, RBF, transform
 from .objects import densify_if_cheap, row_norms_sq
@@ -332,8 +333,7 @@ class KernelRows:
             self.X_orig = self.X
         elif self.path == "sparse":
             # rows and columns from the CSR arrays alone: no dense copy of X (memory O(nnz))
-            self.X = sp.csr_matrix(X, dtype=np.float64)
-            self.X.sum_duplicates()
+            self.X = canonical_csr(sp.csr_matrix(X, dtype=np.float64))
             self.X_orig = self.Xs = self.X
             self.d = X.shape[1]
         else:

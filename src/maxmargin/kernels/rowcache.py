@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, uint64
 
+from .._ready import canonical_csr
 from .blocks import columns_of, postings_dots, scattered_dots
 from .formulas import FORMULA_CODES, PRECOMPUTED, RBF, check_code, transform, transform_rows
 from .objects import row_norms_sq
@@ -55,8 +56,7 @@ def kernel_data(X, kernel):
     sqn = row_norms_sq(X) if code == RBF else np.zeros(X.shape[0])
     sqn = np.ascontiguousarray(sqn, dtype=np.float64)
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        X.sort_indices()
+        X = canonical_csr(sp.csr_matrix(X, dtype=np.float64))
         data = np.ascontiguousarray(X.data)
         indices = np.ascontiguousarray(X.indices, dtype=np.int32)
         indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
