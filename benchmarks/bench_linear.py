@@ -71,6 +71,7 @@ SETS = (
     "imbal100k",
     "mid64",
     "emb128",
+    "emb100c",
     "abstracts",
     "short_text",
     "classes200",

@@ -332,6 +332,13 @@ def emb128(n=8_000, n_test=2_000, d=128, k=10, seed=57):
     return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
 
 
+def emb100c(n=20_000, n_test=5_000, d=256, k=100, seed=58):
+    """Fine-grained classes over embeddings: 25k x 256 dense unit rows around 100 overlapping class centres (image
+    features of a 100-class task; one-vs-rest test accuracy ~60%).  Many one-vs-rest problems on dense rows, and a
+    Crammer-Singer problem of 100 classes on dense rows (session 37)."""
+    return emb128(n=n, n_test=n_test, d=d, k=k, seed=seed)
+
+
 def short_text(n=160_000, n_test=40_000, vocab=100_000, seed=53):
     """Short documents (as tweets or titles): 200k rows of 3-13 distinct words from a Zipf law over 100k words,
     values uniform in [0.1, 1.1), rows scaled to unit length; labels from planted weights plus noise."""
@@ -469,6 +476,7 @@ LOADERS.update(
     imbal100k=imbal100k,
     mid64=mid64,
     emb128=emb128,
+    emb100c=emb100c,
     abstracts=abstracts,
     short_text=short_text,
     classes200=classes200,

@@ -95,6 +95,10 @@ CASES = (
     "wide400/cs",
     "emb128/hinge",
     "abstracts/hinge",
+    # session 37: 100 classes on dense embedding rows
+    "emb100c/cs",
+    "emb100c/hinge",
+    "emb100c/l1",
 )
 
 

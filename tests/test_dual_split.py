@@ -227,6 +227,49 @@ def test_linear_svc_through_the_split_meets_the_plain_solver(split_everything, m
     assert np.mean(split.predict(X) == plain.predict(X)) >= 0.995
 
 
+def _shuffled_rows(X, seed=0):
+    """``X`` with each row's stored values in a random order (the same matrix, not sorted)."""
+    rng = np.random.default_rng(seed)
+    Xu = X.copy()
+    for i in range(X.shape[0]):
+        a, b = X.indptr[i], X.indptr[i + 1]
+        p = a + rng.permutation(b - a)
+        Xu.indices[a:b], Xu.data[a:b] = X.indices[p], X.data[p]
+    Xu.has_sorted_indices = False
+    return Xu
+
+
+def test_partitioned_rows_split_as_the_sorted_ones():
+    X, _ = long_rows(n=60, d=500, per_row=40)
+    Xu = _shuffled_rows(X)
+    assert not dual_split._rows_sorted(Xu.indices, Xu.indptr) and dual_split._rows_sorted(X.indices, X.indptr)
+    for m in (0, 37, 256, 500):
+        data, indices = dual_split._partitioned(Xu.data, Xu.indices, Xu.indptr, m)
+        mid = dual_split.split_points(indices, Xu.indptr.astype(np.int64), m)
+        np.testing.assert_array_equal(mid, dual_split.split_points(X.indices, X.indptr.astype(np.int64), m))
+        for i in range(60):
+            lo, md, hi = Xu.indptr[i], mid[i], Xu.indptr[i + 1]
+            assert np.all(indices[lo:md] < m) and np.all(indices[md:hi] >= m)
+            order = np.argsort(indices[lo:hi])  # the same values as the row
+            np.testing.assert_array_equal(indices[lo:hi][order], X.indices[lo:hi])
+            np.testing.assert_array_equal(data[lo:hi][order], X.data[lo:hi])
+
+
+def test_linear_svc_on_unsorted_rows_through_the_split_meets_the_sorted_fit(split_everything, monkeypatch):
+    """LinearSVC keeps CSR rows in any order (no sort, no copy); the split epochs partition a copy of them."""
+    X, y = long_rows(n=300, seed=2)
+    Xu = _shuffled_rows(X, seed=3)
+    calls = []
+    real = dual_split._partitioned
+    monkeypatch.setattr(dual_split, "_partitioned", lambda *a: calls.append(1) or real(*a))
+    split = LinearSVC(tol=1e-8, max_iter=5000, random_state=0).fit(Xu, y)
+    assert calls and not Xu.has_sorted_indices
+    monkeypatch.setattr(dual_cd, "worth_splitting", lambda ld, n: False)
+    plain = LinearSVC(tol=1e-8, max_iter=5000, random_state=0).fit(X, y)
+    assert abs(split.objective_[0] - plain.objective_[0]) <= 1e-8 * plain.objective_[0]
+    np.testing.assert_allclose(split.coef_, plain.coef_, atol=1e-5 * np.abs(plain.coef_).max())
+
+
 def test_linear_svc_on_wide_dense_rows_through_the_split_meets_the_plain_solver(split_everything, monkeypatch):
     X, y = wide_dense(n=150, d=800)
     split = LinearSVC(tol=1e-8, max_iter=5000, dual=True, random_state=0).fit(X, y)

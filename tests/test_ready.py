@@ -188,6 +188,15 @@ def test_canonical_csr_sums_duplicates_into_a_copy():
     D = X.toarray()
     assert canonical_csr(D) is D
     assert canonical_csr(X.tocoo()).format == "csr"
+    _, Xu, _ = _non_canonical(copies=1)  # shuffled rows, no column twice: kept as they are where order is free
+    assert canonical_csr(Xu, sorted_rows=False) is Xu
+    assert canonical_csr(Xu).has_canonical_format
+    assert canonical_csr(Xdup, sorted_rows=False).has_canonical_format
+    from maxmargin._ready import _rows_distinct, _rows_distinct_wide
+
+    for check in (_rows_distinct, _rows_distinct_wide):  # (the wide one: from 2**31 rows)
+        assert check(Xu.indices, Xu.indptr, Xu.shape[1]) and not check(Xdup.indices, Xdup.indptr, Xdup.shape[1])
+        assert not check(Xu.indices, Xu.indptr, Xu.shape[1] - 1)  # a column out of range
 
 
 @pytest.mark.parametrize(
@@ -208,12 +217,13 @@ def test_canonical_csr_sums_duplicates_into_a_copy():
         lambda: maxmargin.OneClassSVM(gamma=1.0, tol=1e-6),
     ],
 )
-def test_duplicate_and_unsorted_columns_fit_the_matrix_they_sum_to(make):
+@pytest.mark.parametrize("copies", [1, 5])
+def test_duplicate_and_unsorted_columns_fit_the_matrix_they_sum_to(make, copies):
     """scipy lets a row store one column several times (the matrix holds the sum) in any order.  Every
     estimator fits and predicts such rows as the matrix they sum to.  Before: the dual solvers' ||x_i||^2 summed
     the parts' squares (a step 5x too long: coefficients off by up to 1e155 after max_iter epochs), SVC's
     kernel rows ran without end, and fit sorted the caller's arrays in place."""
-    X, Xdup, y = _non_canonical()
+    X, Xdup, y = _non_canonical(copies=copies)
     before = (Xdup.data.copy(), Xdup.indices.copy(), Xdup.indptr.copy())
     a, b = make().fit(X, y), make().fit(Xdup, y)
     for a_, b_ in zip(before, (Xdup.data, Xdup.indices, Xdup.indptr)):

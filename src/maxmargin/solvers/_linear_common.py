@@ -124,7 +124,8 @@ def _lossless_float32(a):
 
 
 def linear_data(X, bias, rows_first=False):
-    """A :class:`LinearData` for ``X`` (dense, or CSR with sorted indices) and bias feature ``bias`` (<= 0: none).
+    """A :class:`LinearData` for ``X`` (dense, or CSR: rows in any order, no column twice in a row) and bias
+    feature ``bias`` (<= 0: none).
     Float64 values that are exactly float32 are stored as float32 (:func:`_lossless_float32`); dense data with
     fewer than :data:`SPARSE_BELOW` non-zeros go to CSR.  ``rows_first``: for the coordinate-descent solvers,
     which visit one row at a time -- dense data of at most :data:`CD_CSR_MAX_FEATURES` features go to CSR too,
@@ -183,7 +184,7 @@ def _clearly_dense(X):
 
 
 def _csr_linear_data(data, indices, indptr, n_features, bias):
-    """:class:`LinearData` of CSR arrays (sorted indices)."""
+    """:class:`LinearData` of CSR arrays (rows in any order, no column twice in a row)."""
     unit = bool(data.size > 0 and _all_ones(data))
     # 0/1 features: the hot loops never read the values (LinearData.unit), so no float32 copy is made
     data = data if unit else _lossless_float32(data)
