@@ -72,6 +72,7 @@ SETS = (
     "mid64",
     "emb128",
     "emb100c",
+    "clicks",
     "abstracts",
     "short_text",
     "classes200",

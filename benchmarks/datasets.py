@@ -339,6 +339,30 @@ def emb100c(n=20_000, n_test=5_000, d=256, k=100, seed=58):
     return emb128(n=n, n_test=n_test, d=d, k=k, seed=seed)
 
 
+def clicks(n=400_000, n_test=100_000, fields=20, seed=59):
+    """Click logs one-hot encoded: 500k rows, one level of each of 20 categorical fields a row (levels per field
+    from 10 to 30,000, each field's levels Zipf-distributed; 87k columns in all), values 1, ~8% positives from
+    planted weights plus logistic noise.  Many rows of unit values over a mid-sized feature space: 8M stored values
+    out of cache, the weights (0.7 MB) in the per-core cache (session 37)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    levels = np.geomspace(10, 30_000, fields).astype(np.int64)
+    offsets = np.r_[0, np.cumsum(levels)]
+    cols = np.empty((m, fields), dtype=np.int64)
+    for f in range(fields):
+        cols[:, f] = offsets[f] + (rng.zipf(1.3, m) - 1) % levels[f]
+    X = sp.csr_matrix(
+        (np.ones(m * fields), cols.ravel(), np.arange(0, m * fields + 1, fields)), shape=(m, int(offsets[-1]))
+    )
+    w = rng.normal(size=X.shape[1]) * 0.7
+    s = X @ w
+    s = s - np.quantile(s, 0.93)
+    y = np.where(rng.random(m) < 1.0 / (1.0 + np.exp(-2.0 * s)), 1, -1)
+    return _int32(X[:n]), y[:n], _int32(X[n:]), y[n:], dict(C=1.0, gamma="scale")
+
+
 def short_text(n=160_000, n_test=40_000, vocab=100_000, seed=53):
     """Short documents (as tweets or titles): 200k rows of 3-13 distinct words from a Zipf law over 100k words,
     values uniform in [0.1, 1.1), rows scaled to unit length; labels from planted weights plus noise."""
@@ -477,6 +501,7 @@ LOADERS.update(
     mid64=mid64,
     emb128=emb128,
     emb100c=emb100c,
+    clicks=clicks,
     abstracts=abstracts,
     short_text=short_text,
     classes200=classes200,
