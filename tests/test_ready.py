@@ -192,11 +192,14 @@ def test_canonical_csr_sums_duplicates_into_a_copy():
     assert canonical_csr(Xu, sorted_rows=False) is Xu
     assert canonical_csr(Xu).has_canonical_format
     assert canonical_csr(Xdup, sorted_rows=False).has_canonical_format
-    from maxmargin._ready import _rows_distinct, _rows_distinct_wide
+    from maxmargin._ready import _no_repeats, _rows_distinct
 
-    for check in (_rows_distinct, _rows_distinct_wide):  # (the wide one: from 2**31 rows)
-        assert check(Xu.indices, Xu.indptr, Xu.shape[1]) and not check(Xdup.indices, Xdup.indptr, Xdup.shape[1])
-        assert not check(Xu.indices, Xu.indptr, Xu.shape[1] - 1)  # a column out of range
+    assert _rows_distinct(Xu.indices, Xu.indptr, Xu.shape[1])
+    assert not _rows_distinct(Xdup.indices, Xdup.indptr, Xdup.shape[1])
+    assert not _rows_distinct(Xu.indices, Xu.indptr, Xu.shape[1] - 1)  # a column out of range
+    for stamps in (np.int32, np.int64):  # (int64 stamps from 2**31 rows)
+        assert _no_repeats(Xu.indices, Xu.indptr, np.full(Xu.shape[1], -1, dtype=stamps))
+        assert not _no_repeats(Xdup.indices, Xdup.indptr, np.full(Xu.shape[1], -1, dtype=stamps))
 
 
 @pytest.mark.parametrize(

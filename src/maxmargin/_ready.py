@@ -59,32 +59,22 @@ def canonical_csr(X, sorted_rows=True):
     return X
 
 
-@njit(cache=True, nogil=True)
 def _rows_distinct(indices, indptr, n_features):
     """Whether no CSR row stores a column twice (and every column index is in range): each column remembers the
-    last row that stored it."""
+    last row that stored it (int32 stamps below 2**31 rows: 9 against 17 ms with int64 on news20b's 2.9M values
+    over 1M columns)."""
     n = indptr.shape[0] - 1
-    if n >= 2**31 - 1:
-        return _rows_distinct_wide(indices, indptr, n_features)
-    last = np.full(n_features, -1, dtype=np.int32)  # (int64 stamps: 17 against 9 ms, news20b: 2.9M values, 1M columns)
-    for i in range(n):
-        r = np.int32(i)
-        for p in range(indptr[i], indptr[i + 1]):
-            c = indices[p]
-            if c < 0 or c >= n_features or last[c] == r:
-                return False
-            last[c] = r
-    return True
+    last = np.full(n_features, -1, dtype=np.int32 if n < 2**31 - 1 else np.int64)
+    return bool(_no_repeats(indices, indptr, last))
 
 
 @njit(cache=True, nogil=True)
-def _rows_distinct_wide(indices, indptr, n_features):
-    """:func:`_rows_distinct` for 2**31 rows or more."""
-    last = np.full(n_features, -1, dtype=np.int64)
+def _no_repeats(indices, indptr, last):
+    nf = last.shape[0]
     for i in range(indptr.shape[0] - 1):
         for p in range(indptr[i], indptr[i + 1]):
             c = indices[p]
-            if c < 0 or c >= n_features or last[c] == i:
+            if c < 0 or c >= nf or last[c] == i:
                 return False
             last[c] = i
     return True
