@@ -43,3 +43,25 @@ def test_encode_is_np_unique(name):
     np.testing.assert_array_equal(classes, ref_classes)
     np.testing.assert_array_equal(idx, ref_idx)
     assert idx.shape == y.shape
+
+
+@pytest.mark.parametrize("name", ["two floats", "ten integer-valued floats", "strings", "eight strings", "one label"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_class_weights_are_compute_class_weights(name, weighted):
+    """labels.class_weights gives scikit-learn's compute_class_weight bit for bit ('balanced' is computed here;
+    None and dicts as scikit-learn)."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    y = CASES[name]
+    classes, idx = labels.encode(y)
+    sw = np.random.default_rng(1).uniform(0.1, 3.0, y.shape[0]) if weighted else None
+    dicts = [{c.item(): 1.5 + i for i, c in enumerate(classes)}]
+    for cw in ["balanced", None, *dicts]:
+        ours = labels.class_weights(cw, classes, y, idx, sw)
+        theirs = (
+            np.ones(classes.shape[0])
+            if cw is None
+            else compute_class_weight(cw, classes=classes, y=y, sample_weight=sw)
+        )
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)

@@ -57,7 +57,6 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model._base import LinearClassifierMixin, LinearModel, SparseCoefMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
@@ -423,10 +422,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         dual = _resolve_dual(self.dual, self.multi_class, self.penalty, self.loss, X)
         solver = liblinear_solver_type(self.multi_class, self.penalty, self.loss, dual)
         sw = self._sample_weights(sample_weight, X)
-        if self.class_weight is None:  # skips compute_class_weight's parameter validation (~0.1 ms a fit)
-            cw = np.ones(classes.shape[0])
-        else:
-            cw = compute_class_weight(self.class_weight, classes=classes, y=y, sample_weight=sample_weight)
+        cw = labels.class_weights(self.class_weight, classes, y, y_idx, None if sample_weight is None else sw)
         bias = self._bias()
         keep = np.flatnonzero(sw > 0)
         if keep.shape[0] < X.shape[0]:

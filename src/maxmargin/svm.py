@@ -39,7 +39,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -555,11 +554,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 "a classifier needs at least two classes"
             )
         sw = self._sample_weights(sample_weight, X)
-        cw = (
-            compute_class_weight(self.class_weight, classes=classes, y=y)
-            if self.class_weight is not None
-            else np.ones(classes.shape[0])
-        )
+        cw = labels.class_weights(self.class_weight, classes, y, y_idx)
         C_all = self._upper_bounds(sw * cw[y_idx])
         # identical rows of one class as one row with their bounds summed (exact; dedup.py), expanded after the fit
         dup = dedup.find(X, y_idx, C_all) if self._merges_duplicates() else None
