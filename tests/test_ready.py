@@ -188,6 +188,10 @@ def test_canonical_csr_sums_duplicates_into_a_copy():
     D = X.toarray()
     assert canonical_csr(D) is D
     assert canonical_csr(X.tocoo()).format == "csr"
+    A = sp.csr_array(Xdup)
+    assert isinstance(canonical_csr(A), sp.csr_array) and canonical_csr(A).has_canonical_format
+    Z = canonical_csr(sp.coo_array(Xdup))
+    assert isinstance(Z, sp.csr_array) and Z.has_canonical_format
     _, Xu, _ = _non_canonical(copies=1)  # shuffled rows, no column twice: kept as they are where order is free
     assert canonical_csr(Xu, sorted_rows=False) is Xu
     assert canonical_csr(Xu).has_canonical_format

@@ -54,7 +54,7 @@ def canonical_csr(X, sorted_rows=True):
             return X
         if not sorted_rows and not X.has_sorted_indices and _rows_distinct(X.indices, X.indptr, X.shape[1]):
             return X
-    X = sp.csr_matrix(X, copy=True)
+    X = X.copy() if X.format == "csr" else X.tocsr(copy=True)  # (a sparse array stays an array)
     X.sum_duplicates()
     return X
 
