@@ -224,7 +224,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
                 y_numeric=y_numeric,
             )
         )
-        return canonical_csr(X, sorted_rows=False), y  # rows in any order (dual_split sorts its own)
+        return canonical_csr(X, sorted_rows=False), y  # rows in any order (the split epochs partition a copy)
 
     _sample_weights = staticmethod(sample_weights)
 

@@ -203,7 +203,7 @@ def _rows_sorted(indices, indptr):
 def _partitioned(data, indices, indptr, m):
     """Copies of CSR arrays with each row's values in columns ``< m`` first, in their order, then the others: the
     two halves :func:`split_points` finds (rows of the caller in any order; a sort would cost ~20 ns a value,
-    this pass ~2)."""
+    this pass ~4: 12 ms on news20b's 2.9M values)."""
     out_data = np.empty_like(data)
     out_indices = np.empty_like(indices)
     for i in range(indptr.shape[0] - 1):
