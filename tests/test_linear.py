@@ -1509,3 +1509,36 @@ def test_l1_solver_drops_columns_stored_nowhere(monkeypatch):
         np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-6)
         np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-4)
         np.testing.assert_array_equal(a.predict(wide), b.predict(wide))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, bool])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LinearSVC(random_state=0, tol=1e-6),
+        lambda: LinearSVC(dual=False, tol=1e-6),
+        lambda: LinearSVC(penalty="l1", dual=False, tol=1e-6, random_state=0),
+        lambda: LinearSVR(random_state=0, tol=1e-6),
+    ],
+)
+def test_integer_and_boolean_csr_values_fit_as_their_floats(dtype, make):
+    """CSR matrices of integer or boolean values (CountVectorizer's counts) go to the solvers as float32 without a
+    float64 copy (linear._float_values); the fit is the float64 matrix's, bit for bit.  Counts beyond 2**24 are not
+    exact in float32 and go as float64."""
+    from maxmargin import linear
+
+    rng = np.random.default_rng(7)
+    X = sp.random(300, 60, density=0.1, format="csr", random_state=8)
+    X.data = rng.integers(1, 2 if dtype is bool else 6, X.nnz).astype(float)
+    y = np.where(X @ rng.normal(size=60) + 0.2 * rng.normal(size=300) > 0.3, 1, -1)
+    Xt = sp.csr_matrix((X.data.astype(dtype), X.indices, X.indptr), shape=X.shape)
+    assert linear._float_values(Xt).dtype == np.float32
+    a, b = make().fit(X, y), make().fit(Xt, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    if np.dtype(dtype).itemsize == 8:
+        big = X.copy()
+        big.data = big.data * (2**24 + 1)
+        Xbig = sp.csr_matrix((big.data.astype(dtype), X.indices, X.indptr), shape=X.shape)
+        assert linear._float_values(Xbig).dtype == np.float64
+        np.testing.assert_array_equal(make().fit(big, y).coef_, make().fit(Xbig, y).coef_)

@@ -132,6 +132,28 @@ def _integral_labels(classes):
     return bool(np.all(np.isfinite(classes)) and np.all(classes == np.round(classes)))
 
 
+#: integer CSR values of at most this magnitude are exact in float32
+FLOAT32_EXACT = 1 << 24
+
+
+def _float_values(X):
+    """A CSR matrix of integer or boolean values (``CountVectorizer``'s int64 counts, 0/1 flags) with the same
+    values as float32 where every one is exact in float32 (else float64), sharing the index arrays; anything else
+    as it is.  The linear solvers store exact float32 values as float32 anyway (``linear_data``), and ``coef_`` is
+    float64 whatever the input; scikit-learn's conversion made a float64 copy that was checked and copied again
+    (1.1 against 0.4 ms on text2's 352k counts, a fifth of a 5 ms fit)."""
+    if not sp.issparse(X) or X.format != "csr" or X.dtype.kind not in "biu" or len(X.shape) != 2:
+        return X
+    data = X.data
+    exact = (
+        data.dtype.kind == "b"
+        or data.size == 0
+        or (int(data.max()) <= FLOAT32_EXACT and int(data.min()) >= -FLOAT32_EXACT)
+    )
+    values = data.astype(np.float32 if exact else np.float64)
+    return type(X)((values, X.indices, X.indptr), shape=X.shape)
+
+
 #: parameter sets that passed scikit-learn's validation (:meth:`_LinearSVMBase._check_params`)
 _VALID_PARAMS = set()
 
@@ -209,6 +231,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             )
 
     def _validate_train(self, X, y, y_numeric):
+        X = _float_values(X)
         ready = ready_xy(self, X, y, _DTYPES, large_sparse=False)  # validate_data's answer, ~0.15-0.5 ms sooner
         X, y = (
             ready
