@@ -720,7 +720,12 @@ def test_time_limit():
         {"multi_class": "crammer_singer"},
     ],
 )
-def test_warm_start_along_C_path(kw):
+def test_warm_start_along_C_path(kw, monkeypatch):
+    from maxmargin.solvers import dual_primal
+
+    # the iterations compared are the dual epochs: no early switch to the Newton method, whose few iterations a
+    # cold fit would otherwise count instead of its epochs (dual_primal.StallWatch)
+    monkeypatch.setattr(dual_primal, "STALL_FIRST", 10**9)
     X, y = _data(3, n=300, seed=5)
     tol = 1e-3 if "multi_class" in kw else 1e-6
     warm = LinearSVC(tol=tol, max_iter=10**6, warm_start=True, random_state=0, **kw)
@@ -735,7 +740,10 @@ def test_warm_start_along_C_path(kw):
     assert its_warm < its_cold
 
 
-def test_warm_start_svr():
+def test_warm_start_svr(monkeypatch):
+    from maxmargin.solvers import dual_primal
+
+    monkeypatch.setattr(dual_primal, "STALL_FIRST", 10**9)  # the dual epochs compared (see the test above)
     X, y = make_regression(200, 5, noise=1.0, random_state=0)
     kw = {"loss": "squared_epsilon_insensitive", "dual": True, "tol": 1e-6, "max_iter": 10**6, "random_state": 0}
     warm = LinearSVR(C=1.0, warm_start=True, **kw).fit(X, y)

@@ -1048,7 +1048,8 @@ def drive(
     first_chunk=1,
 ):
     """Run ``step(k)`` (at most ``k`` more outer iterations; returns ``(code, iteration)`` with code 0 when
-    converged) until convergence, ``max_iter``, the time limit or a callback that returns False.
+    converged, 2 when it gave up early -- :class:`~maxmargin.solvers.dual_primal.StallWatch` -- else 1) until
+    convergence, ``max_iter``, the time limit or a callback that returns False.
 
     Without a callback, time limit or verbose output the whole run is one compiled call.  Otherwise the
     iterations come in chunks sized to last about :data:`CHUNK_SECONDS`; between chunks ``report()`` gives
@@ -1060,7 +1061,7 @@ def drive(
     watch = Watch(callback, {"subproblem": 0, "n_subproblems": 1, **(callback_info or {})}, time_limit, tol)
     if callback is None and time_limit is None and not verbose:
         code, it = step(int(max_iter))
-        return ("converged" if code == 0 else "max_iter"), int(it)
+        return ("converged" if code == 0 else "stalled" if code == 2 else "max_iter"), int(it)
     chunk = max(int(first_chunk), 1)
     it = 0
     while True:
@@ -1073,6 +1074,8 @@ def drive(
         dt = time.perf_counter() - tc
         if code == 0:
             return "converged", it
+        if code == 2:
+            return "stalled", it
         if dt > 0:
             chunk = int(min(max(chunk * CHUNK_SECONDS / dt, 1), 1_000_000))
         elapsed = time.perf_counter() - t0

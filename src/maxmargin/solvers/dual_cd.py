@@ -826,6 +826,7 @@ def solve_svc(
     verbose=False,
     fold=True,
     split_threads=1,
+    stall=None,
 ):
     """Binary L2-regularised SVM by dual coordinate descent (see the module docstring).
 
@@ -849,6 +850,9 @@ def solve_svc(
     (:func:`~maxmargin.solvers.dual_split.worth_splitting`) runs the epochs on two threads with the features split
     between them (:mod:`maxmargin.solvers.dual_split`): reproducible, the same iterates whether the threads run or
     not, but other iterates than the plain epochs' (the row sums are made in two halves).
+
+    ``stall``: None, or ``stall(measure)`` giving a :class:`~maxmargin.solvers.dual_primal.StallWatch` that may
+    stop the epochs early (status ``'stalled'``) where they will not meet ``tol`` within its budget.
     """
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.float64)
@@ -969,6 +973,8 @@ def solve_svc(
     def report():
         return primal_now(), fstate[2]
 
+    if stall is not None:
+        step = stall(lambda: (fstate[2], tol)).wrap(step)
     status, it = drive(
         step,
         max_iter,
@@ -1009,10 +1015,12 @@ def solve_svr(
     time_limit=None,
     verbose=False,
     split_threads=1,
+    stall=None,
 ):
     """L2-regularised linear SVR by dual coordinate descent (see the module docstring).  Returns a
     :class:`LinearFit` (``dual`` = beta).  ``split_threads``: as :func:`solve_svc`'s (long rows: the features
-    split between two threads, :func:`~maxmargin.solvers.dual_split.split_svr_epochs`)."""
+    split between two threads, :func:`~maxmargin.solvers.dual_split.split_svr_epochs`); ``stall``: as
+    :func:`solve_svc`'s (the test: the sum of the violations against ``tol`` times the first epoch's)."""
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.float64)
     C = np.ascontiguousarray(C, dtype=np.float64)
@@ -1100,6 +1108,8 @@ def solve_svr(
     def report():
         return svr_primal(w, ld, y, C, epsilon, squared), fstate[2]
 
+    if stall is not None:
+        step = stall(lambda: (fstate[2], tol * fstate[1])).wrap(step)
     status, it = drive(
         step,
         max_iter,
