@@ -148,11 +148,13 @@ def test_stall_watch_rule():
     jumpy = 6.0 * np.exp(-0.04 * t)  # converges at epoch 103, but every 4th look sees a violation of 5
     jumpy[::40] = 5.0
     assert _watch(jumpy) is None
-    # the looks come every STALL_EVERY epochs, whatever the chunks the caller asks for
+    # the looks come every STALL_EVERY epochs from STALL_FIRST / 4 on (epoch 20), whatever the chunks asked for
     watch = dual_primal.StallWatch(lambda: (1.0, 0.1), 300)
     seen = []
-    watch.wrap(lambda k: (seen.append(k), (1, watch.epoch + k))[1])(25)
-    assert seen == [10, 10, 5]
+    run = watch.wrap(lambda k: (seen.append(k), (1, watch.epoch + k))[1])
+    run(25)
+    run(12)
+    assert seen == [20, 5, 5, 7] and [e for e, _ in watch.samples] == [20, 30]
 
 
 @pytest.mark.parametrize("regression", [False, True], ids=["svc", "svr"])

@@ -111,7 +111,9 @@ class StallWatch:
             left = int(k)
             code, it = 1, self.epoch
             while left > 0:
-                piece = min(left, self.every - self.epoch % self.every)
+                # looks before epoch first / 4 would not count (the older window starts there): one call up to it
+                start = -(-self.first // 4 // self.every) * self.every
+                piece = min(left, max(self.every - self.epoch % self.every, start - self.epoch))
                 code, it = step(piece)
                 left -= int(it) - self.epoch
                 moved = int(it) != self.epoch
