@@ -92,8 +92,8 @@ class StallWatch:
         t = self.epoch
         value, target = self.measure()
         self.samples.append((t, float(value)))
-        if t < self.first or not value > target > 0.0:
-            return False
+        if t < self.first or t >= self.budget or not value > target > 0.0:
+            return False  # (at the budget the cap stops the epochs: LIBLINEAR's switch, its primal tol)
         v1 = min(v for e, v in self.samples if e > t / 2)
         older = [v for e, v in self.samples if t / 4 < e <= t / 2]
         if not older:
