@@ -21,7 +21,9 @@ with :math:`\xi_i = \max(0, 1 - y_i w\cdot x_i)` and :math:`|r|_\epsilon = \max(
 \epsilon)`.  The bias weight is part of :math:`w` and regularised, as in LIBLINEAR.  "Dual CD, then TRON": as
 LIBLINEAR from 2.42, the dual solver of a squared loss runs at most 300 epochs; if it has not met ``tol`` by
 then, the primal Newton method continues from its ``w`` (``solvers.dual_primal``; only when ``max_iter`` > 300,
-so a smaller ``max_iter`` stops the dual solver there).  ``dual='auto'`` picks the
+so a smaller ``max_iter`` stops the dual solver there).  Unlike LIBLINEAR, the switch comes as soon as the
+epochs' progress shows that they will not meet ``tol`` within the 300 (``dual_primal.StallWatch``, from epoch
+50).  ``dual='auto'`` picks the
 dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.  "TRON"
 is the primal Newton method of ``solvers.tron``: since session 14 with LIBLINEAR 2.40's line search (its
 trust-region variant stays there as ``method="trust_region"``).
