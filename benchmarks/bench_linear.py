@@ -34,7 +34,10 @@ a generated bag-of-words set, 200,000 x 50,000 (+ 50,000 test rows), ~50 non-zer
 shapes from ``datasets.py`` (fixed seeds): ``letter26`` (15,000 x 16 dense, unscaled 0..15, 26 classes),
 ``text100`` (6,400 x 50,000 TF-IDF, 100 classes), ``sparse40k`` (40,000 x 300 one-hot, 12 non-zeros a row),
 ``hashed300k`` (300,000 x 2**20, 4 hashed features a row), ``tall200k`` (200,000 x 20 dense), ``text2`` (6,000 x
-30,000 TF-IDF, binary) and ``dense2k`` (5,000 x 2,000 dense, 50 informative features).  The other
+30,000 TF-IDF, binary) and ``dense2k`` (5,000 x 2,000 dense, 50 informative features); later sessions' shapes
+follow in ``SETS`` (session 38: small and unscaled dense data -- ``tiny``, scikit-learn's breast ``cancer`` and
+``digits``, ``covlike``/``covlike7`` with columns up to ~3,000, ``genes`` 300 x 5,000 -- and text2 with dense
+columns, ``textmeta``, or 30% empty rows, ``emptyrows``).  The other
 LIBLINEAR solvers (hinge, L1 penalty, Crammer-Singer, SVR) on these shapes: ``sweep_linear.py``.
 """
 
@@ -82,6 +85,15 @@ SETS = (
     "longdocs",
     "tweets",
     "news20m",
+    # session 38: small and unscaled data (the squared-hinge dual stalls there), text with dense columns / empty rows
+    "tiny",
+    "cancer",
+    "digits",
+    "covlike",
+    "covlike7",
+    "genes",
+    "textmeta",
+    "emptyrows",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

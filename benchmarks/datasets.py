@@ -512,3 +512,120 @@ LOADERS.update(
     tweets=tweets,
     news20m=news20m,
 )
+
+
+# --------------------------------------------------------------------------- session 38: small, unscaled, mixed
+
+
+def _split_at(X, y, n):
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0, gamma="scale")
+
+
+def tiny(seed=0):
+    """200 + 100 rows x 20 dense features (make_classification, 8 informative): fits of a millisecond."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(300, 20, n_informative=8, random_state=seed)
+    return _split_at(X, y, 200)
+
+
+def cancer(seed=0):
+    """scikit-learn's breast cancer set, unscaled (columns from ~0.001 to ~4,000), 450 + 119 rows."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    p = np.random.default_rng(seed).permutation(len(y))
+    return _split_at(X[p], y[p], 450)
+
+
+def digits(seed=0):
+    """scikit-learn's digits, 1,400 + 397 rows x 64 pixels of 0..16 (unscaled), 10 classes."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    p = np.random.default_rng(seed).permutation(len(y))
+    return _split_at(X[p].astype(float), y[p], 1400)
+
+
+def covlike(n=60_000, n_test=15_000, seed=7):
+    """covtype's kind of rows: 10 unscaled numeric columns (scales 10-1,500 around means up to ~2,900) and two
+    one-hot groups (4 and 40 levels), 54 columns; two classes from a noisy score of three of them."""
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    scale = np.array([300, 100, 10, 200, 50, 1500, 20, 20, 40, 1300])
+    mean = np.array([2900, 150, 14, 270, 45, 2300, 210, 220, 140, 1900])
+    num = rng.normal(size=(m, 10)) * scale + mean
+    g1 = rng.integers(0, 4, m)
+    g2 = rng.integers(0, 40, m)
+    oh = np.zeros((m, 44))
+    oh[np.arange(m), g1] = 1
+    oh[np.arange(m), 4 + g2] = 1
+    X = np.hstack([num, oh])
+    z = (num[:, 0] - 2900) / 300 + 0.5 * (num[:, 5] - 2300) / 1500 + 0.3 * (g2 % 3 - 1) + rng.normal(size=m)
+    return _split_at(X, (z > 0.3).astype(int), n)
+
+
+def covlike7(n=60_000, n_test=15_000, seed=17):
+    """:func:`covlike`'s rows with 7 classes, by quantiles of a noisy score."""
+    X, _, Xt, _, _ = covlike(n, n_test, seed)
+    rng = np.random.default_rng(seed)
+    Z = np.vstack([X, Xt])
+    z = (Z[:, 0] - 2900) / 300 + 0.5 * (Z[:, 5] - 2300) / 1500 + (Z[:, 14:54].argmax(1) % 5 - 2) * 0.3
+    z = z + rng.normal(size=len(Z))
+    lab = np.searchsorted(np.quantile(z, [0.1, 0.3, 0.5, 0.65, 0.8, 0.9]), z)
+    return _split_at(Z, lab, n)
+
+
+def genes(n=300, n_test=100, d=5000, seed=18):
+    """The gene-expression shape: 300 + 100 rows x 5,000 unscaled lognormal columns, 40 of them 1.5x larger in
+    one class."""
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    y = rng.integers(0, 2, m)
+    X = rng.lognormal(mean=3.0, sigma=1.0, size=(m, d))
+    X[:, :40] *= np.where(y[:, None] == 1, 1.5, 1.0)
+    return _split_at(X, y, n)
+
+
+def textmeta(seed=5):
+    """:func:`text2` plus 6 dense numeric columns in every row (length, a constant, Gaussian, exponential, ...):
+    TF-IDF with metadata."""
+    import scipy.sparse as sp
+
+    Xtr, ytr, Xte, yte, _ = text2()
+    rng = np.random.default_rng(seed)
+
+    def meta(X):
+        k = X.shape[0]
+        nz = np.diff(X.indptr).astype(float)
+        cols = [nz / 60, np.ones(k), rng.normal(size=k), rng.exponential(size=k), np.log1p(nz), rng.random(k)]
+        return sp.hstack([X, sp.csr_matrix(np.column_stack(cols))], format="csr")
+
+    return meta(Xtr), ytr, meta(Xte), yte, dict(C=1.0, gamma=1.0)
+
+
+def emptyrows(seed=6):
+    """:func:`text2` with 30% of the rows (train and test) emptied."""
+    Xtr, ytr, Xte, yte, _ = text2()
+    rng = np.random.default_rng(seed)
+
+    def empty(X):
+        X = X.tolil(copy=True)
+        for i in np.flatnonzero(rng.random(X.shape[0]) < 0.3):
+            X.rows[i] = []
+            X.data[i] = []
+        return X.tocsr()
+
+    return empty(Xtr), ytr, empty(Xte), yte, dict(C=1.0, gamma=1.0)
+
+
+LOADERS.update(
+    tiny=tiny,
+    cancer=cancer,
+    digits=digits,
+    covlike=covlike,
+    covlike7=covlike7,
+    genes=genes,
+    textmeta=textmeta,
+    emptyrows=emptyrows,
+)

@@ -99,6 +99,14 @@ CASES = (
     "emb100c/cs",
     "emb100c/hinge",
     "emb100c/l1",
+    # session 38: small and unscaled data
+    "cancer/hinge",
+    "covlike/hinge",
+    "genes/l1",
+    "covlike7/l1",
+    "reg_covlike/svr-l2",
+    "reg_cancer/svr-l2",
+    "reg_digits/svr-l2",
 )
 
 
