@@ -484,36 +484,6 @@ def news20m(n=11_000, n_test=4_000, seed=66):
     return _wide_text(n, n_test, 130_000, 195, 500, 0.015, seed, n_classes=20)
 
 
-LOADERS.update(
-    text2=text2,
-    dense2k=dense2k,
-    hashed300k=hashed300k,
-    tall200k=tall200k,
-    pendigits=pendigits,
-    letter26=letter26,
-    text100=text100,
-    sparse40k=sparse40k,
-    zipf50=zipf50,
-    easy20k=easy20k,
-    classes300=classes300,
-    wide400=wide400,
-    imbal100k=imbal100k,
-    mid64=mid64,
-    emb128=emb128,
-    emb100c=emb100c,
-    clicks=clicks,
-    abstracts=abstracts,
-    short_text=short_text,
-    classes200=classes200,
-    news20b=news20b,
-    rcv1b=rcv1b,
-    realsim=realsim,
-    longdocs=longdocs,
-    tweets=tweets,
-    news20m=news20m,
-)
-
-
 # --------------------------------------------------------------------------- session 38: small, unscaled, mixed
 
 
@@ -620,6 +590,33 @@ def emptyrows(seed=6):
 
 
 LOADERS.update(
+    text2=text2,
+    dense2k=dense2k,
+    hashed300k=hashed300k,
+    tall200k=tall200k,
+    pendigits=pendigits,
+    letter26=letter26,
+    text100=text100,
+    sparse40k=sparse40k,
+    zipf50=zipf50,
+    easy20k=easy20k,
+    classes300=classes300,
+    wide400=wide400,
+    imbal100k=imbal100k,
+    mid64=mid64,
+    emb128=emb128,
+    emb100c=emb100c,
+    clicks=clicks,
+    abstracts=abstracts,
+    short_text=short_text,
+    classes200=classes200,
+    news20b=news20b,
+    rcv1b=rcv1b,
+    realsim=realsim,
+    longdocs=longdocs,
+    tweets=tweets,
+    news20m=news20m,
+    # session 38
     tiny=tiny,
     cancer=cancer,
     digits=digits,
