@@ -70,7 +70,7 @@ class StallWatch:
     The rule: every :data:`STALL_EVERY` epochs the epochs stop for a look at ``measure()`` = (violation, target)
     (the solver's stopping test is violation <= target).  At epoch :math:`t \ge` :data:`STALL_FIRST`, with
     :math:`v_1` the least violation seen in epochs :math:`(t/2, t]` and :math:`v_0` the least in
-    :math:`(t/4, t/2]`, the violation fell by :math:`\rho = \ln(v_0/v_1)/(t/2)` a epoch (linear convergence,
+    :math:`(t/4, t/2]`, the violation fell by :math:`\rho = \ln(v_0/v_1)/(t/2)` per epoch (linear convergence,
     as coordinate descent has), so it meets the target after about :math:`\ln(v_1/\text{target})/\rho` more;
     when :math:`v_1 \ge v_0`, or :math:`t` plus that exceeds ``budget``, the watch says stop.  The least values
     of windows, because with shrinking an epoch's violation is measured on the rows still active and jumps
