@@ -84,6 +84,8 @@ class StallWatch:
         self.measure, self.budget = measure, int(budget)
         self.every = int(STALL_EVERY if every is None else every)
         self.first = int(STALL_FIRST if first is None else first)
+        # looks before epoch first / 4 would not count (the older window starts there): one chunk up to it
+        self.start = -(-self.first // 4 // self.every) * self.every
         self.samples = []  # (epoch, violation) at the looks
         self.epoch = 0
 
@@ -111,9 +113,7 @@ class StallWatch:
             left = int(k)
             code, it = 1, self.epoch
             while left > 0:
-                # looks before epoch first / 4 would not count (the older window starts there): one call up to it
-                start = -(-self.first // 4 // self.every) * self.every
-                piece = min(left, max(self.every - self.epoch % self.every, start - self.epoch))
+                piece = min(left, max(self.every - self.epoch % self.every, self.start - self.epoch))
                 code, it = step(piece)
                 left -= int(it) - self.epoch
                 moved = int(it) != self.epoch
