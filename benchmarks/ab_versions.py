@@ -12,7 +12,9 @@ Every variant is fitted once untimed (compilation), then ``--repeat`` times, bas
 the table gives medians, head / base, and the largest difference of the objectives (and, with
 ``--probability``, of ``predict_proba`` on the first 2000 rows).  Data: bench_divide's generators (xor,
 mix20, skin, ijcnn1 pooled) and bench_probability's loaders (every set of datasets.py, pendigits, usps).
-``--linear dual|primal`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual 0.1, primal 0.01).
+``--linear dual|primal|hinge`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual and hinge 0.1,
+primal 0.01); ``--linear svr-l1`` ``LinearSVR(loss='epsilon_insensitive', epsilon=0)`` on sweep_linear's planted
+target over a set's rows (``reg_<set>``).
 """
 
 from __future__ import annotations
@@ -82,7 +84,11 @@ def main():
     ap.add_argument("--n", type=int, default=0, help="rows (0: all)")
     ap.add_argument("--solver", default="auto")
     ap.add_argument("--probability", action="store_true", help="time probability=True beside the plain fit")
-    ap.add_argument("--linear", choices=("dual", "primal"), help="LinearSVC with this solver instead of SVC")
+    ap.add_argument(
+        "--linear",
+        choices=("dual", "primal", "hinge", "svr-l1"),
+        help="LinearSVC with this solver instead of SVC (svr-l1: LinearSVR, epsilon 0, on a planted target)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     os.environ.setdefault("MAXMARGIN_DATA", str(HERE.parent.parent / "shared" / "data"))
@@ -93,9 +99,16 @@ def main():
 
         import maxmargin
 
-        if a.linear:
+        if a.linear == "svr-l1":
+            import sweep_linear
+
+            X, y, _, _ = sweep_linear.load(a.data if a.data.startswith("reg_") else "reg_" + a.data)
+            params = dict(loss="epsilon_insensitive", epsilon=0.0, tol=0.1, C=1.0)
+        elif a.linear:
             X, y, params = load_linear(a.data)
-            params.update(dual=a.linear == "dual", tol=0.1 if a.linear == "dual" else 0.01)
+            params.update(dual=a.linear != "primal", tol=0.01 if a.linear == "primal" else 0.1)
+            if a.linear == "hinge":
+                params.update(loss="hinge")
         else:
             X, y, params = load(a.data, a.n)
         variants = [False, True] if a.probability else [False]
@@ -104,7 +117,7 @@ def main():
             for label, mod in (("base", mmbase), ("head", maxmargin)):
                 for proba in variants:
                     if a.linear:
-                        est = mod.LinearSVC(random_state=0, **params)
+                        est = (mod.LinearSVR if a.linear == "svr-l1" else mod.LinearSVC)(random_state=0, **params)
                     else:
                         est = mod.SVC(solver=a.solver, probability=proba, random_state=0, **params)
                     t = time.perf_counter()

@@ -8,12 +8,12 @@ with :math:`x_i` extended by the constant ``intercept_scaling`` (when ``fit_inte
 =================================  ==========  =====================================================  =================
 penalty, loss                      dual        primal objective                                       solver
 =================================  ==========  =====================================================  =================
-l2, hinge                          True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i`                 dual CD (``dual_cd``)
+l2, hinge                          True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i`                 dual CD, then IPM
 l2, squared_hinge                  True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i^2`               dual CD, then TRON
 l2, squared_hinge                  False       same                                                   TRON (``tron``)
 l1, squared_hinge                  False       :math:`\|w\|_1 + \sum C_i\xi_i^2`                       CD (``cd_l1``)
 multi_class='crammer_singer'       (ignored)   :math:`\tfrac12\sum_m\|w_m\|^2 + \sum C_i\max_m(...)`   dual CD (``crammer_singer``)
-SVR epsilon_insensitive            True        :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon`        dual CD
+SVR epsilon_insensitive            True        :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon`        dual CD, then IPM
 SVR squared_epsilon_insensitive    True/False  :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon^2`      dual CD, then TRON / TRON
 =================================  ==========  =====================================================  =================
 
@@ -23,7 +23,10 @@ LIBLINEAR from 2.42, the dual solver of a squared loss runs at most 300 epochs; 
 then, the primal Newton method continues from its ``w`` (``solvers.dual_primal``; only when ``max_iter`` > 300,
 so a smaller ``max_iter`` stops the dual solver there).  Unlike LIBLINEAR, the switch comes as soon as the
 epochs' progress shows that they will not meet ``tol`` within the 300 (``dual_primal.StallWatch``, from epoch
-50).  ``dual='auto'`` picks the
+50).  "Dual CD, then IPM" (the L1 losses, which have no smooth primal): where the epochs will not meet ``tol``
+within ``max_iter`` and an interior point on the active rows' low-rank dual costs less than the epochs left, it
+takes over (``solvers.dual_ipm``; its result is the fit at a relative duality gap of ``min(1e-5, tol)``, else the
+epochs start from it).  ``dual='auto'`` picks the
 dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.  "TRON"
 is the primal Newton method of ``solvers.tron``: since session 14 with LIBLINEAR 2.40's line search (its
 trust-region variant stays there as ``method="trust_region"``).
@@ -66,7 +69,7 @@ from . import labels
 from ._ready import canonical_csr, ready_xy
 from ._threads import one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
-from .solvers import cd_l1, crammer_singer, dual_cd, dual_primal, tron
+from .solvers import cd_l1, crammer_singer, dual_cd, dual_ipm, dual_primal, tron
 from .solvers._linear_common import linear_data
 from .svm import sample_weights, warn_not_converged
 
@@ -503,12 +506,11 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         primal_data=dense_ld,
                         **opts,
                     )
-                if solver == 3:
-                    return dual_cd.solve_svc(
+                if solver == 3:  # LIBLINEAR's -s 3: the dual, then the interior point if it stalls
+                    return dual_ipm.l1_svc(
                         ld,
                         yb,
                         Ci,
-                        squared=False,
                         shrinking=self.shrinking,
                         seed=s,
                         alpha0=prev_dual,
@@ -677,7 +679,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         )
         if solver == 12:  # LIBLINEAR's -s 12: the dual, then the primal Newton method if it stalls
             return dual_primal.l2_svr(ld, y, Ci, float(self.epsilon), primal_data=dense_ld, **svr_options)
-        return dual_cd.solve_svr(ld, y, Ci, float(self.epsilon), squared=False, **svr_options)
+        return dual_ipm.l1_svr(ld, y, Ci, float(self.epsilon), **svr_options)
 
     def __getstate__(self):
         state = super().__getstate__()

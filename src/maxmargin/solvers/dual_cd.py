@@ -974,7 +974,7 @@ def solve_svc(
         return primal_now(), fstate[2]
 
     if stall is not None:
-        step = stall(lambda: (fstate[2], tol)).wrap(step)
+        step = stall(lambda: (fstate[2], tol, istate[0])).wrap(step)
     status, it = drive(
         step,
         max_iter,
@@ -995,6 +995,7 @@ def solve_svc(
     fit = LinearFit(w, alpha, primal, dual, it, fstate[2], status)
     fit.async_workers = workers
     fit.split_thread_epochs = split.thread_epochs if split is not None else 0
+    fit.active = _active_rows(status, split, index, istate)
     return fit
 
 
@@ -1109,7 +1110,7 @@ def solve_svr(
         return svr_primal(w, ld, y, C, epsilon, squared), fstate[2]
 
     if stall is not None:
-        step = stall(lambda: (fstate[2], tol * fstate[1])).wrap(step)
+        step = stall(lambda: (fstate[2], tol * fstate[1], istate[0])).wrap(step)
     status, it = drive(
         step,
         max_iter,
@@ -1123,4 +1124,14 @@ def solve_svr(
     )
     primal = svr_primal(w, ld, y, C, epsilon, squared)
     dual = float(y @ beta - epsilon * np.abs(beta).sum() - 0.5 * w @ w - 0.5 * np.sum(lam * beta * beta))
-    return LinearFit(w, beta, primal, dual, it, fstate[2], status)
+    fit = LinearFit(w, beta, primal, dual, it, fstate[2], status)
+    fit.active = _active_rows(status, split, index, istate)
+    return fit
+
+
+def _active_rows(status, split, index, istate):
+    """The rows that shrinking left active when a watch stopped the epochs (status ``'stalled'``), sorted; None
+    otherwise, or where the split epochs kept their own (then every row counts)."""
+    if status != "stalled" or split is not None:
+        return None
+    return np.sort(index[: int(istate[0])])

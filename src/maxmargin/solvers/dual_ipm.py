@@ -1,0 +1,388 @@
+r"""L1-loss linear SVMs (hinge, epsilon-insensitive): dual coordinate descent, then an interior point on the
+low-rank dual where the epochs stall.
+
+Dual coordinate descent for the hinge loss (LIBLINEAR's ``-s 3``) and the epsilon-insensitive loss (``-s 13``)
+converges linearly at a rate set by the conditioning of :math:`\bar Q`; on unscaled dense columns it hardly
+moves.  Breast cancer's 30 columns (scale 0.001 to 2,500), hinge loss, C = 1: after scikit-learn's 1,000 epochs
+the primal objective is 195, after LIBLINEAR's 300 it is 278, and the optimum is 35.5 (session 39).  There is no
+smooth primal to switch to, as :mod:`~maxmargin.solvers.dual_primal` does for the squared losses.  But where the
+rows are few or short, the dual's matrix has low rank -- :math:`\bar Q = VV^T` with :math:`V` the rows (and the
+bias feature) signed by the labels, :math:`n \times m` -- and a primal-dual interior point
+(:func:`~maxmargin.solvers.ipm.interior_point`, the box alone) solves it in 15-40 Newton steps of
+:math:`O(nk^2)` each, :math:`k = \min(n, m)` (for :math:`n < m` the rows are first reduced to the triangular
+factor of their QR decomposition, :math:`VV^T = R^TR`):
+
+.. math:: \min_\alpha \tfrac12\alpha^T VV^T\alpha - e^T\alpha, \quad 0 \le \alpha_i \le C_i
+          \qquad\text{(hinge: seed 002's dual with the bias as a feature)},
+
+and for regression, with :math:`\beta = \alpha^+ - \alpha^-` on :math:`2n` variables,
+
+.. math:: \min_{\alpha^\pm} \tfrac12(\alpha^+ - \alpha^-)^T XX^T(\alpha^+ - \alpha^-)
+          + (\epsilon e - y)^T\alpha^+ + (\epsilon e + y)^T\alpha^-, \quad 0 \le \alpha^\pm_i \le C_i .
+
+The epochs run first, watched by a :class:`~maxmargin.solvers.dual_primal.StallWatch` whose budget is
+``max_iter``; it switches when the epochs will not meet ``tol`` within it *and* the interior point's estimated
+time (:func:`interior_seconds`) is below that of the epochs left.  The interior point's multipliers then start
+the same epochs again, which stop by their own rule (usually after one or two epochs), so the result meets the
+same ``tol`` test as the plain dual and keeps its dual variables and duality gap.  Where the interior point fails,
+the epochs go on from where they stopped.  ``n_iter`` counts the epochs and the Newton steps; the fit's
+``interior_steps`` the latter.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import dual_cd, ipm
+from ._linear_common import all_dots, l2_cache_bytes
+from .dual_primal import DUAL_EPOCHS, StallWatch
+
+#: the interior point only for at most this many values of its matrix V (n x k; 64 MiB): it holds three such arrays
+MAX_VALUES = 1 << 23
+#: Newton steps assumed by the cost estimate (observed 14-25 on most problems, 40-60 on some of letter26's)
+ESTIMATED_STEPS = 25
+#: multiply-adds a second assumed for a Newton step's BLAS work on one core (1,400 x 65 rows: 21 steps in 20 ms;
+#: 60,000 x 55 rows: 25 steps in 1.24 s), plus seconds a step of Python and small arrays
+FLOP_RATE = 8e9
+STEP_SECONDS = 3e-4
+#: an epoch of the dual coordinate descent: seconds a stored value where the rows fit in the L2 cache (sessions
+#: 33-36: 1.1-1.8 ns), where they do not (session 39: 60,000 rows of 14 values, 6.7 MB, LinearSVR: 5.5 ns), and a
+#: row (~10 ns a row of 21 values)
+VALUE_SECONDS = 1.2e-9
+VALUE_SECONDS_OUT = 5e-9
+ROW_SECONDS = 1e-8
+#: the interior point stops at this relative duality gap, or once its best iterate's gap plus residual is within
+#: STALL_FROM and three steps have not improved on it: the epochs that follow finish the job (unscaled columns
+#: of up to 3,000, regression: the relative residual stays at 3e-4 from the 10th step while the gap falls to
+#: 1e-16 at the 19th, then jumps to 7e-2)
+GAP_TOL = 1e-9
+STALL_FROM = 1e-3
+#: the interior point's objective is divided by the median of diag(Q) times the largest C where that is above
+#: SCALE_FROM: it starts its multipliers at 1, far from the scale of the gradient on unscaled columns (a one-vs-rest
+#: problem of covlike7, columns up to 8,300: residual still 1.0 after 60 steps; scaled: 13 steps), and scaling the
+#: sets of smaller values slowed them (a9a 26 -> 44-52 steps, a letter26 problem 17 -> 51)
+SCALE_FROM = 1e5
+#: a run that uses up its Newton steps counts as failed unless its best relative gap plus residual is within this
+#: (two of covlike7's seven problems crawled from step 14 on, gap 2e-5 after 60; the epochs from there ended at an
+#: objective 2.6x that of the epochs alone)
+ACCEPT = 1e-6
+#: the interior point's result is the fit where its relative duality gap (the SVM's primal and dual objectives) is
+#: within this, or within ``tol`` where that is smaller; else the epochs start from it.  (The epochs' own results at
+#: LIBLINEAR's tol 0.1: a9a 2.2e-4, ijcnn1 1.5e-4, text2 4.7e-3.)
+GAP_ACCEPT = 1e-5
+#: interior points at most after a stall: the active rows, then with the held rows that violate their conditions
+ROUNDS = 4
+#: ... and every row from the start where this share of them is active (covlike: 59,973 of 60,000 active, one held
+#: row joined, and the second interior point cost as much as the first)
+ALL_FROM = 0.5
+
+
+def interior_seconds(n, m):
+    """The estimated time of :data:`ESTIMATED_STEPS` Newton steps on ``n`` variables of rank ``m`` (rows reduced to
+    ``k = min(n, m)`` columns): a rank-n update of ``k x k`` plus a few products of ``n x k`` a step."""
+    k = min(n, m)
+    flops = ESTIMATED_STEPS * (n * k * (k + 20.0)) + (2.0 * m * n * n if n < m else 0.0)
+    return flops / FLOP_RATE + ESTIMATED_STEPS * STEP_SECONDS
+
+
+def fits(n, m):
+    """Whether the interior point's arrays for ``n`` variables of rank ``m`` are small enough
+    (:data:`MAX_VALUES`)."""
+    return n * min(n, m) <= MAX_VALUES
+
+
+def signed_rows(ld, rows, sign):
+    r""":math:`V = \mathrm{diag}(sign)\,[X, \text{bias}]` over ``rows`` as a dense float64 array (``ld``: a
+    :class:`~maxmargin.solvers._linear_common.LinearData`)."""
+    sign = np.asarray(sign, dtype=np.float64)
+    if ld.dense:
+        X = np.asarray(ld.Xd[rows], dtype=np.float64)
+    else:
+        data = np.ones(ld.indices.shape[0]) if ld.unit else ld.data
+        X = sp.csr_matrix((data, ld.indices, ld.indptr), shape=(ld.n_samples, ld.n_features))[rows].toarray()
+    V = np.empty((X.shape[0], ld.n_weights))
+    np.multiply(X, sign[:, None], out=V[:, : ld.n_features])
+    if ld.bias > 0:
+        V[:, ld.n_features] = ld.bias * sign
+    return V
+
+
+def reduced(V):
+    """``V`` itself, or where it has fewer rows than columns the ``n x n`` :math:`R^T` of the QR decomposition of
+    :math:`V^T` (the same :math:`VV^T`)."""
+    if V.shape[0] >= V.shape[1]:
+        return V
+    return np.ascontiguousarray(np.linalg.qr(V.T, mode="r").T)
+
+
+def box_qp(V, p, U):
+    r"""The interior point (:func:`~maxmargin.solvers.ipm.interior_point`) for :math:`\min \tfrac12 a^TVV^Ta +
+    p^Ta`, :math:`0 \le a \le U`, scaled by :data:`SCALE_FROM`'s rule; where that run fails (:data:`ACCEPT`) or
+    uses up its Newton steps, once more with the other scale (1, or the median of diag(Q) times the largest
+    ``U``), and the better result kept (letter26: a problem that took 60 steps unscaled took 51 scaled).  Returns
+    ``(a, steps)`` (steps of both runs); ``a`` None where both failed.  The values near a bound are *not* put on
+    it, as for SMO's start (:func:`~maxmargin.solvers.ipm._rounded`): they sit ~1e-7 inside and the free values
+    make up for them, so on unscaled columns the primal point moves far (breast cancer's regression: primal
+    objective 101.95, rounded 2,652, the dual objective the same to 5e-7)."""
+    diag = np.einsum("ij,ij->i", V, V)
+    sigma = max(float(np.median(diag)) * float(U.max()) if diag.size else 1.0, 1.0)
+    scales = (sigma, 1.0) if sigma > SCALE_FROM else (1.0, sigma)
+    best, steps = None, 0
+    for scale in scales:
+        a, k = ipm.interior_point(
+            V / np.sqrt(scale),
+            None,
+            p / scale,
+            U,
+            np.zeros(U.shape[0]),
+            0.0,
+            gap_tol=GAP_TOL,
+            stall_from=STALL_FROM,
+            accept=ACCEPT,
+        )
+        steps += k
+        if a is not None:
+            a = np.clip(a, 0.0, U)
+            t = V.T @ a
+            value = 0.5 * float(t @ t) + float(p @ a)
+            if best is None or value < best[0]:
+                best = (value, a)
+        if (a is not None and k < ipm.MAX_NEWTON) or scale == scales[-1] or scales[0] == scales[1]:
+            break
+    return (None if best is None else best[1]), steps
+
+
+def epoch_seconds(active, row_values, in_cache=True):
+    """The estimated time of an epoch over ``active`` rows of ``row_values`` stored values on average (``in_cache``:
+    whether the rows fit in the L2 cache)."""
+    return active * (row_values * (VALUE_SECONDS if in_cache else VALUE_SECONDS_OUT) + ROW_SECONDS)
+
+
+def _watch(ld, per_row, max_iter, enabled):
+    """The ``stall`` argument of the dual solvers: a :class:`StallWatch` over ``max_iter`` epochs whose switch
+    also needs the interior point on the active rows (``per_row`` variables each) to fit (:func:`fits`) and to
+    cost less than the epochs left, both estimated from the sizes alone (:func:`interior_seconds`,
+    :func:`epoch_seconds`), so the same data give the same iterates; None where ``max_iter`` is at most LIBLINEAR's
+    300 (the dual alone, as for the squared losses) or the switch is off."""
+    if not enabled or max_iter <= DUAL_EPOCHS:
+        return None
+    n, m = max(ld.n_samples, 1), ld.n_weights
+    row_values = ld.n_features if ld.dense else ld.indptr[-1] / n
+    stored = ld.Xd.nbytes if ld.dense else ld.data.nbytes + ld.indices.nbytes
+    in_cache = stored <= l2_cache_bytes()
+
+    def worth(t, active):
+        active = n if active is None else max(int(active), 1)
+        n_var, rank = per_row * active, min(active, m)
+        if not fits(n_var, rank):
+            return False
+        return interior_seconds(n_var, rank) < (max_iter - t) * epoch_seconds(active, row_values, in_cache)
+
+    def stall(measure):
+        return StallWatch(measure, max_iter, worth=worth)
+
+    return stall
+
+
+def _remaining(time_limit, t0):
+    if time_limit is None:
+        return None
+    return max(float(time_limit) - (time.perf_counter() - t0), 0.0)
+
+
+def _finish(first, solve_again, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose):
+    """After the epochs ``first`` stalled: the interior point on the active rows (``first.active``; every row where
+    None or at least :data:`ALL_FROM` of them), ``interior(rows, dual, w)`` -> (dual, w, steps) with the other
+    rows' dual variables held (None: it failed).  Rows held outside that violate their optimality conditions by
+    more than the epochs' ``tol`` would allow (``violators(dual, w, held)``: shrinking guessed them wrong) join,
+    and the interior point runs again, at most :data:`ROUNDS` times while ``room(count)`` says they fit.  The
+    result is the fit (``certify(dual, w)``: a converged :class:`~maxmargin.solvers.dual_cd.LinearFit` with the
+    SVM's primal and dual objectives) where its duality gap is within :data:`GAP_ACCEPT` (or ``tol``, where
+    smaller) of the primal objective:
+    a bound on its distance from the optimum that holds at any scale of the columns, where the epochs' own test
+    (LIBLINEAR's, on the projected gradient) is scale-bound and the epochs, started from such a point on unscaled
+    columns, wander off it (breast cancer's regression: 101.95 at the interior point's result, 122.7 after one
+    epoch).  Else the epochs again from the result (or from where they stopped, where the interior point failed)
+    for the rest of ``max_iter``, over every row, watched: where they stall again they stop with status
+    ``'stalled'``; where they end worse than at the stall, or the interior point failed, the epochs go on from the
+    stall instead, unwatched, as they would have without the switch.  Returns
+    the fit of those epochs, its ``n_iter`` counting every epoch and Newton step."""
+    n = first.dual.shape[0]
+    rows = first.active if first.active is not None and first.active.shape[0] < ALL_FROM * n else np.arange(n)
+    dual, w, steps = first.dual, first.w, 0
+    for _ in range(ROUNDS):
+        out = interior(rows, dual, w)
+        steps += out[2]
+        if out[0] is None:
+            break
+        dual, w = out[0], out[1]
+        if rows.shape[0] == n:
+            break
+        held = np.ones(n, dtype=bool)
+        held[rows] = False
+        extra = np.flatnonzero(held)[violators(dual, w, held)]
+        if verbose:
+            print(
+                f"[maxmargin] dual-cd: interior point on {rows.shape[0]} active rows; {extra.shape[0]} held rows join"
+            )
+        if extra.shape[0] == 0 or not room(rows.shape[0] + extra.shape[0]):
+            break
+        rows = np.union1d(rows, extra)
+    if verbose:
+        print(f"[maxmargin] dual-cd: stalled at epoch {first.n_iter}; interior point: {steps} Newton steps")
+    if steps and dual is not first.dual:
+        fit = certify(dual, w)
+        if fit.gap is not None and fit.gap <= min(GAP_ACCEPT, tol) * abs(fit.objective):
+            fit.n_iter = int(first.n_iter) + int(steps)
+            fit.interior_steps = int(steps)
+            fit.interior_rows = int(rows.shape[0])
+            return fit
+    left = max(int(max_iter) - int(first.n_iter) - int(steps), 1)
+
+    def watch(measure):  # the epochs after the interior point stop where they stall too (status 'stalled')
+        return StallWatch(measure, left)
+
+    fit = None
+    if dual is not first.dual:
+        fit = solve_again(dual, left, _remaining(time_limit, t0), watch)
+        if not fit.objective <= first.objective:
+            # the interior point's multipliers led to a worse primal point than the stalled epochs had reached
+            if verbose:
+                print("[maxmargin] dual-cd: the interior point's start did worse; the epochs go on from the stall")
+            fit = None
+    if fit is None:  # the epochs go on from the stall, unwatched, as without the switch
+        fit = solve_again(first.dual, left, _remaining(time_limit, t0), None)
+    fit.n_iter = int(first.n_iter) + int(steps) + int(fit.n_iter)
+    fit.interior_steps = int(steps)
+    fit.interior_rows = int(rows.shape[0])
+    return fit
+
+
+def _no_switch(fit):
+    fit.interior_steps = 0
+    fit.interior_rows = 0
+    return fit
+
+
+def l1_svc(ld, y, C, *, tol=0.1, max_iter=1000, stall=True, time_limit=None, verbose=False, **dual_options):
+    r"""Hinge-loss classification (``y`` in {-1, +1}, ``C`` per row): :func:`~maxmargin.solvers.dual_cd.solve_svc`
+    with ``squared=False``, then the interior point where it stalls (module docstring).  ``dual_options`` go to
+    the dual solver (``alpha0``, ``seed``, ``callback``, ...).  Returns a
+    :class:`~maxmargin.solvers.dual_cd.LinearFit` with ``interior_steps`` and ``interior_rows`` set.
+
+    On the active rows :math:`A` with the others' :math:`lpha_I` held, the problem is the box QP of the module
+    docstring with :math:`V_A` and the linear term :math:`V_A w_I - e`, :math:`w_I = w - V_A^Tlpha_A`."""
+    t0 = time.perf_counter()
+    C = np.asarray(C, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    watch = _watch(ld, 1, int(max_iter), stall)
+
+    def dual(alpha0, iters, limit, watch=None):
+        opts = dict(dual_options, alpha0=alpha0) if alpha0 is not None else dual_options
+        return dual_cd.solve_svc(
+            ld, y, C, squared=False, tol=tol, max_iter=iters, stall=watch, time_limit=limit, verbose=verbose, **opts
+        )
+
+    first = dual(dual_options.pop("alpha0", None), int(max_iter), time_limit, watch)
+    if first.status != "stalled":
+        return _no_switch(first)
+
+    def interior(rows, alpha, w):
+        V = signed_rows(ld, rows, y[rows])
+        w_held = w - V.T @ alpha[rows]
+        a, steps = box_qp(reduced(V), V @ w_held - 1.0, C[rows])
+        if a is None:
+            return None, None, steps
+        out = alpha.copy()
+        out[rows] = a
+        return out, w_held + V.T @ a, steps
+
+    def violators(alpha, w, held):
+        # projected gradient of G_i = y_i w.x_i - 1: min(G, 0) at 0, max(G, 0) at C_i, G between
+        G = y[held] * all_dots(w, *ld.args())[held] - 1.0
+        a, c = alpha[held], C[held]
+        pg = np.where(a <= 0.0, np.minimum(G, 0.0), np.where(a >= c, np.maximum(G, 0.0), G))
+        return np.abs(pg) > 0.5 * tol
+
+    def room(count):
+        return fits(count, min(count, ld.n_weights))
+
+    def certify(alpha, w):
+        primal = dual_cd.svc_primal(w, ld, y, C, False)
+        fit = dual_cd.LinearFit(w, alpha, primal, float(alpha.sum() - 0.5 * w @ w), 0, np.nan, "converged")
+        fit.violation = fit.gap / max(abs(primal), 1e-300)
+        return fit
+
+    return _finish(first, dual, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose)
+
+
+def l1_svr(ld, y, C, epsilon, *, tol=0.1, max_iter=1000, stall=True, time_limit=None, verbose=False, **dual_options):
+    r"""Epsilon-insensitive regression: :func:`~maxmargin.solvers.dual_cd.solve_svr` with ``squared=False``, then
+    the interior point on :math:`(\alpha^+, \alpha^-)` of the active rows where it stalls (module docstring; the
+    held rows' :math:`w_I` enter the linear term as :math:`\pm X_A w_I`)."""
+    t0 = time.perf_counter()
+    y = np.asarray(y, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    watch = _watch(ld, 2, int(max_iter), stall)
+
+    def dual(beta0, iters, limit, watch=None):
+        opts = dict(dual_options, beta0=beta0) if beta0 is not None else dual_options
+        return dual_cd.solve_svr(
+            ld,
+            y,
+            C,
+            epsilon,
+            squared=False,
+            tol=tol,
+            max_iter=iters,
+            stall=watch,
+            time_limit=limit,
+            verbose=verbose,
+            **opts,
+        )
+
+    first = dual(dual_options.pop("beta0", None), int(max_iter), time_limit, watch)
+    if first.status != "stalled":
+        return _no_switch(first)
+
+    def interior(rows, beta, w):
+        V = signed_rows(ld, rows, np.ones(rows.shape[0]))
+        w_held = w - V.T @ beta[rows]
+        f_held = V @ w_held
+        R = reduced(V)
+        V2 = np.concatenate([R, -R])  # (R; -R)(R; -R)^T = [[Q, -Q], [-Q, Q]]
+        p = np.concatenate([epsilon - y[rows] + f_held, epsilon + y[rows] - f_held])
+        U = np.concatenate([C[rows], C[rows]])
+        a, steps = box_qp(V2, p, U)
+        if a is None:
+            return None, None, steps
+        b = a[: rows.shape[0]] - a[rows.shape[0] :]
+        out = beta.copy()
+        out[rows] = b
+        return out, w_held + V.T @ b, steps
+
+    # the epochs stop when the violations' sum is within tol times its value at beta = 0: a held row joins where
+    # its violation exceeds half that sum's share of a row
+    limit = 0.5 * tol * float(np.maximum(np.abs(y) - epsilon, 0.0).sum()) / max(y.shape[0], 1)
+
+    def violators(beta, w, held):
+        # optimality of beta_i for r_i = y_i - w.x_i: |r_i| <= eps at 0, r_i >= eps at C_i, r_i <= -eps at -C_i
+        r = y[held] - all_dots(w, *ld.args())[held]
+        b, c = beta[held], C[held]
+        v = np.where(b >= c, epsilon - r, np.where(b <= -c, r + epsilon, np.where(b == 0.0, np.abs(r) - epsilon, 0.0)))
+        return v > limit
+
+    def room(count):
+        return fits(2 * count, min(count, ld.n_weights))
+
+    def certify(beta, w):
+        primal = dual_cd.svr_primal(w, ld, y, C, epsilon, False)
+        dual_objective = float(y @ beta - epsilon * np.abs(beta).sum() - 0.5 * w @ w)
+        fit = dual_cd.LinearFit(w, beta, primal, dual_objective, 0, np.nan, "converged")
+        fit.violation = fit.gap / max(abs(primal), 1e-300)
+        return fit
+
+    return _finish(first, dual, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose)

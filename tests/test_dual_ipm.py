@@ -1,0 +1,244 @@
+"""The L1-loss dual solvers (hinge, epsilon-insensitive) that hand over to the interior point when their epochs stall
+(``solvers.dual_ipm``): the result against an independent QP of the primal problem (Clarabel via qpsolvers) and
+against liblinear-official, the active rows and the held rows that join, the failed interior point, and the cases
+where no switch may happen."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import seed_liblinear
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+
+from maxmargin import LinearSVC, LinearSVR
+from maxmargin.solvers import dual_cd, dual_ipm, ipm
+from maxmargin.solvers._linear_common import linear_data
+
+qpsolvers = pytest.importorskip("qpsolvers")
+
+
+def _primal_qp(X, y, C, loss, epsilon=0.0):
+    """The primal problem with the bias as a feature of value 1 (LIBLINEAR's -B 1), as a QP in (w, xi):
+    hinge: min 1/2 w.w + sum C_i xi_i, y_i w.x_i >= 1 - xi_i, xi >= 0; epsilon-insensitive: two slacks a row.
+    Returns its optimal objective (Clarabel)."""
+    Z = np.hstack([X, np.ones((X.shape[0], 1))])
+    n, m = Z.shape
+    C = np.broadcast_to(np.asarray(C, dtype=float), (n,))
+    k = 1 if loss == "hinge" else 2
+    P = sp.block_diag([sp.identity(m), sp.csc_matrix((k * n, k * n))], format="csc") + 1e-12 * sp.identity(m + k * n)
+    q = np.r_[np.zeros(m), np.tile(C, k)]
+    eye = sp.identity(n, format="csc")
+    if loss == "hinge":
+        G = sp.hstack([sp.csc_matrix(-y[:, None] * Z), -eye], format="csc")  # -y w.x - xi <= -1
+        h = -np.ones(n)
+    else:  # w.x - y <= eps + xi,  y - w.x <= eps + xi*
+        G = sp.vstack(
+            [
+                sp.hstack([sp.csc_matrix(Z), -eye, sp.csc_matrix((n, n))]),
+                sp.hstack([sp.csc_matrix(-Z), sp.csc_matrix((n, n)), -eye]),
+            ],
+            format="csc",
+        )
+        h = np.r_[epsilon + y, epsilon - y]
+    lb = np.r_[np.full(m, -np.inf), np.zeros(k * n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = qpsolvers.solve_qp(
+            P, q, G=G, h=h, lb=lb, solver="clarabel", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10
+        )
+    assert x is not None, "the reference QP failed"
+    w = x[:m]
+    f = Z @ w
+    loss_sum = np.maximum(0.0, 1 - y * f) if loss == "hinge" else np.maximum(0.0, np.abs(f - y) - epsilon)
+    return 0.5 * w @ w + C @ loss_sum
+
+
+def _cancer():
+    X, y = load_breast_cancer(return_X_y=True)  # unscaled: columns from 1e-3 to 2.5e3
+    return X, np.where(y == 1, 1.0, -1.0)
+
+
+def _unscaled(n=1200, seed=0):
+    X, y = make_classification(n, 8, n_informative=6, flip_y=0.1, random_state=seed)
+    return X * 40 + 5, np.where(y == 1, 1.0, -1.0)
+
+
+def _hinge_objective(est, X, y, C=1.0):
+    w = np.r_[est.coef_.ravel(), est.intercept_]
+    f = X @ w[:-1] + w[-1]
+    return 0.5 * w @ w + C * np.maximum(0.0, 1 - y * f).sum()
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_hinge_switch_reaches_the_qp_optimum(sparse):
+    """Breast cancer's unscaled columns, hinge loss: the epochs stall, the interior point finishes, and the fit is
+    the optimum of the primal QP to 1e-6 (scikit-learn's 1,000 epochs end 5x above it, LIBLINEAR's 300 7x)."""
+    X, y = _cancer()
+    Xin = sp.csr_matrix(X) if sparse else X
+    est = LinearSVC(loss="hinge", C=1.0, tol=0.1, random_state=0).fit(Xin, y)
+    best = _primal_qp(X, y, 1.0, "hinge")
+    ours = _hinge_objective(est, X, y)
+    assert est.fit_status_ == 0
+    assert abs(ours - best) / best < 1e-6, (ours, best)
+    np.testing.assert_allclose(est.objective_[0], ours, rtol=1e-9)
+    assert 0 <= est.duality_gap_[0] <= dual_ipm.GAP_ACCEPT * est.objective_[0] * 1.0001
+    # the same problem without the switch: the epochs alone, stopped at max_iter far above the optimum
+    ld = linear_data(Xin, 1.0, rows_first=True)
+    alone = dual_ipm.l1_svc(ld, y, np.ones_like(y), tol=0.1, max_iter=1000, seed=0, stall=False)
+    assert alone.status == "max_iter" and alone.objective > 2 * best and alone.interior_steps == 0
+
+
+def test_hinge_switch_beats_liblinear():
+    """The same data through liblinear-official's -s 3 (300 epochs, not converged): ours is lower, and the
+    predictions of the optimum are at least as good on the training rows."""
+    X, y = _cancer()
+    est = LinearSVC(loss="hinge", C=1.0, tol=0.1, random_state=0).fit(X, y)
+    seed_liblinear()
+    liblinearutil = pytest.importorskip("liblinear.liblinearutil")
+    m = liblinearutil.train(y, sp.csr_matrix(X), "-s 3 -c 1 -e 0.1 -B 1 -q")
+    w_ll, b_ll = m.get_decfun()
+    sign = 1.0 if m.get_labels()[0] == 1 else -1.0
+    w = sign * np.r_[np.asarray(w_ll), b_ll]
+    theirs = 0.5 * w @ w + np.maximum(0.0, 1 - y * (X @ w[:-1] + w[-1])).sum()
+    assert _hinge_objective(est, X, y) < theirs
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_svr_switch_reaches_the_qp_optimum(weighted):
+    """LinearSVR's epsilon-insensitive loss on unscaled columns (breast cancer's rows, a planted target): the
+    interior point on (alpha+, alpha-) gives the primal QP's optimum to 1e-6, with sample weights too."""
+    X, _ = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(3)
+    t = X @ rng.normal(size=X.shape[1])
+    y = t / t.std() + 0.3 * rng.normal(size=X.shape[0])
+    sw = rng.uniform(0.5, 2.0, size=X.shape[0]) if weighted else None
+    est = LinearSVR(loss="epsilon_insensitive", epsilon=0.1, C=1.0, tol=0.1, random_state=0)
+    est.fit(X, y, sample_weight=sw)
+    C = np.ones(X.shape[0]) if sw is None else sw
+    best = _primal_qp(X, y, C, "epsilon_insensitive", epsilon=0.1)
+    w = np.r_[est.coef_, est.intercept_]
+    f = X @ w[:-1] + w[-1]
+    ours = 0.5 * w @ w + C @ np.maximum(0.0, np.abs(f - y) - 0.1)
+    assert est.fit_status_ == 0
+    assert abs(ours - best) / best < 1e-6, (ours, best)
+
+
+def test_active_rows_and_held_rows_that_join(monkeypatch):
+    """Digits (unscaled, 5 against the rest; the interior point's price set to 0 so that the stall alone decides):
+    shrinking leaves ~64 of 1,797 rows active when the epochs stall, the interior point runs on those alone, and
+    held rows that violate their conditions join it; the fit reaches the QP's optimum.  With every held row forced
+    to zero the loop brings the wrong ones in, and the fit still reaches it."""
+    X, digit = load_digits(return_X_y=True)
+    y = np.where(digit == 5, 1.0, -1.0)
+    monkeypatch.setattr(dual_ipm, "interior_seconds", lambda n, m: 0.0)
+    seen = []
+    real = dual_ipm._finish
+
+    def spy(first, *args, **kwargs):
+        seen.append(None if first.active is None else first.active.shape[0])
+        return real(first, *args, **kwargs)
+
+    monkeypatch.setattr(dual_ipm, "_finish", spy)
+    ld = linear_data(X, 1.0, rows_first=True)
+    C = np.ones_like(y)
+    fit = dual_ipm.l1_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    assert seen and seen[0] is not None and seen[0] < dual_ipm.ALL_FROM * X.shape[0]
+    assert fit.interior_steps > 0 and seen[0] <= fit.interior_rows < X.shape[0]
+    best = _primal_qp(X, y, 1.0, "hinge")
+    assert abs(fit.objective - best) / best < 1e-5, (fit.objective, best)
+
+    joined = []
+
+    def wrong_held(first, solve_again, interior, violators, *args, **kwargs):
+        held = np.ones(first.dual.shape[0], dtype=bool)
+        held[first.active] = False
+        first.dual = np.where(held, 0.0, first.dual)
+        first.w = np.zeros_like(first.w)
+        dual_cd.weighted_sum(first.dual * y, first.w, *ld.args())
+
+        def counting(dual, w, held_mask):
+            out = violators(dual, w, held_mask)
+            joined.append(int(out.sum()))
+            return out
+
+        return real(first, solve_again, interior, counting, *args, **kwargs)
+
+    monkeypatch.setattr(dual_ipm, "_finish", wrong_held)
+    fit2 = dual_ipm.l1_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    assert joined and joined[0] > 0
+    assert abs(fit2.objective - best) / best < 1e-5, (fit2.objective, best)
+
+
+def test_failed_interior_point_goes_on_with_the_epochs(monkeypatch):
+    """An interior point that fails (None, with either scale) leaves the epochs to go on from the stall, unwatched,
+    for the rest of max_iter (Newton steps counted): no crash, the weights those of the dual variables."""
+    X, y = _unscaled()
+    ld = linear_data(X, 1.0, rows_first=True)
+    C = np.ones_like(y)
+    monkeypatch.setattr(ipm, "interior_point", lambda *a, **k: (None, 7))
+    fit = dual_ipm.l1_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    assert fit.interior_steps == 14  # both scales tried
+    assert fit.status == "max_iter" and fit.n_iter == 1000
+    assert np.all(fit.dual >= 0) and np.all(fit.dual <= C)
+    Z = np.hstack([X, np.ones((X.shape[0], 1))])
+    np.testing.assert_allclose(fit.w, Z.T @ (fit.dual * y), rtol=1e-8, atol=1e-8)
+
+
+def test_no_switch_means_the_same_iterates(monkeypatch):
+    """Where the watch never switches (the interior point priced out), the watched epochs run the same iterates as
+    unwatched ones, bit for bit; with max_iter <= 300 there is no watch at all; a well-conditioned problem that
+    converges within its epochs never switches."""
+    X, y = _unscaled()
+    ld = linear_data(X, 1.0, rows_first=True)
+    C = np.ones_like(y)
+    monkeypatch.setattr(dual_ipm, "interior_seconds", lambda n, m: np.inf)
+    watched = dual_ipm.l1_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    plain = dual_cd.solve_svc(ld, y, C, squared=False, tol=0.1, max_iter=1000, seed=0)
+    assert watched.interior_steps == 0
+    np.testing.assert_array_equal(watched.w, plain.w)
+    np.testing.assert_array_equal(watched.dual, plain.dual)
+    monkeypatch.undo()
+    assert dual_ipm._watch(ld, 1, 300, True) is None
+    short = dual_ipm.l1_svc(ld, y, C, tol=0.1, max_iter=300, seed=0)
+    assert short.interior_steps == 0 and short.n_iter == 300
+    Xs = (X - X.mean(0)) / X.std(0)
+    easy = dual_ipm.l1_svc(linear_data(Xs, 1.0, rows_first=True), y, C, tol=0.1, max_iter=1000, seed=0)
+    assert easy.status == "converged" and easy.interior_steps == 0
+
+
+def test_box_interior_point_against_reference(rng):
+    """ipm.interior_point without the equality (y None), on a random box QP, against cvxopt; and box_qp's two
+    scales give the same minimiser."""
+    V = rng.normal(size=(60, 5)) * np.array([1.0, 10.0, 100.0, 1000.0, 1.0])
+    p = rng.normal(size=60)
+    U = rng.uniform(0.5, 2.0, size=60)
+    Q = V @ V.T
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = qpsolvers.solve_qp(Q + 1e-12 * np.eye(60), p, lb=np.zeros(60), ub=U, solver="cvxopt")
+    assert ref is not None
+    best = 0.5 * ref @ Q @ ref + p @ ref
+    a, steps = ipm.interior_point(V, None, p, U, np.zeros(60), 0.0)
+    assert a is not None and steps < ipm.MAX_NEWTON
+    assert np.all(a >= 0) and np.all(a <= U)
+    assert abs(0.5 * a @ Q @ a + p @ a - best) <= 1e-8 * max(1.0, abs(best))
+    for scale_from in (0.0, np.inf):
+        dual_ipm_scale = dual_ipm.SCALE_FROM
+        try:
+            dual_ipm.SCALE_FROM = scale_from
+            b, _ = dual_ipm.box_qp(V, p, U)
+        finally:
+            dual_ipm.SCALE_FROM = dual_ipm_scale
+        # (box_qp may stop at the stall rule, STALL_FROM: a start for the epochs, not the final answer)
+        assert abs(0.5 * b @ Q @ b + p @ b - best) <= 1e-5 * max(1.0, abs(best))
+
+
+def test_reduced_rows_keep_the_gram_matrix(rng):
+    """Fewer rows than weights: the rows go to their QR factor, the same V V^T."""
+    V = rng.normal(size=(20, 300))
+    R = dual_ipm.reduced(V)
+    assert R.shape == (20, 20)
+    np.testing.assert_allclose(R @ R.T, V @ V.T, rtol=1e-10, atol=1e-9)
+    W = rng.normal(size=(50, 10))
+    assert dual_ipm.reduced(W) is W
