@@ -176,7 +176,7 @@ def test_failed_interior_point_goes_on_with_the_epochs(monkeypatch):
     X, y = _unscaled()
     ld = linear_data(X, 1.0, rows_first=True)
     C = np.ones_like(y)
-    monkeypatch.setattr(ipm, "interior_point", lambda *a, **k: (None, 7))
+    monkeypatch.setattr(dual_ipm, "_interior", lambda V, p, U: (None, 7))
     fit = dual_ipm.l1_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
     assert fit.interior_steps == 14  # both scales tried
     assert fit.status == "max_iter" and fit.n_iter == 1000
@@ -207,9 +207,9 @@ def test_no_switch_means_the_same_iterates(monkeypatch):
     assert easy.status == "converged" and easy.interior_steps == 0
 
 
-def test_box_interior_point_against_reference(rng):
+def test_box_interior_point_against_reference(rng, monkeypatch):
     """ipm.interior_point without the equality (y None), on a random box QP, against cvxopt; and box_qp's two
-    scales give the same minimiser."""
+    scales, and its compiled copy, give the same minimiser."""
     V = rng.normal(size=(60, 5)) * np.array([1.0, 10.0, 100.0, 1000.0, 1.0])
     p = rng.normal(size=60)
     U = rng.uniform(0.5, 2.0, size=60)
@@ -223,6 +223,17 @@ def test_box_interior_point_against_reference(rng):
     assert a is not None and steps < ipm.MAX_NEWTON
     assert np.all(a >= 0) and np.all(a <= U)
     assert abs(0.5 * a @ Q @ a + p @ a - best) <= 1e-8 * max(1.0, abs(best))
+    # the compiled copy takes the same steps
+    c, c_steps, ok = dual_ipm._box_ipm(
+        V, p, U, ipm.MAX_NEWTON, ipm.GAP_TOL, ipm.RES_TOL, ipm.STALL_FROM, ipm.STALL_STEPS, -1.0, ipm.REG,
+        ipm.STEP_FRACTION, ipm.TINY,
+    )  # fmt: skip
+    assert ok and c_steps == steps
+    np.testing.assert_allclose(c, a, rtol=1e-6, atol=1e-9)
+    for compiled in (False, True):
+        monkeypatch.setattr(dual_ipm, "COMPILED", compiled)
+        b, _ = dual_ipm.box_qp(V, p, U)
+        assert abs(0.5 * b @ Q @ b + p @ b - best) <= 1e-5 * max(1.0, abs(best))
     for scale_from in (0.0, np.inf):
         dual_ipm_scale = dual_ipm.SCALE_FROM
         try:
