@@ -324,9 +324,13 @@ def epoch_seconds(active, row_values, in_cache=True):
 
 
 def _watch(ld, per_row, max_iter, enabled):
-    """The ``stall`` argument of the dual solvers: a :class:`StallWatch` over ``max_iter`` epochs whose switch
-    also needs the interior point on the active rows (``per_row`` variables each) to fit (:func:`fits`) and to
-    cost less than the epochs left, both estimated from the sizes alone (:func:`interior_seconds`,
+    """The ``stall`` argument of the dual solvers: a :class:`StallWatch` over ``max_iter`` epochs that switches
+    where the interior point on the active rows (``per_row`` variables each) fits (:func:`fits`) and costs less
+    than the epochs still to run -- to ``max_iter`` where they will not meet ``tol`` by then, else, for rows that
+    fit in the L2 cache, as many as the watch extrapolates (200 x 20 random rows: 402 epochs to ``tol``, 1.6 ms,
+    against 0.5 ms for the interior point after 50; larger data shrink their active rows as the epochs go on, so
+    the epochs' cost at the look overstates the rest: 75,000 x 64 dense rows, 10 classes, 3.8 s -> 17.9 s with
+    that switch) -- both estimated from the sizes alone (:func:`interior_seconds`,
     :func:`epoch_seconds`), so the same data give the same iterates; None where ``max_iter`` is at most LIBLINEAR's
     300 (the dual alone, as for the squared losses) or the switch is off."""
     if not enabled or max_iter <= DUAL_EPOCHS:
@@ -336,12 +340,14 @@ def _watch(ld, per_row, max_iter, enabled):
     stored = ld.Xd.nbytes if ld.dense else ld.data.nbytes + ld.indices.nbytes
     in_cache = stored <= l2_cache_bytes()
 
-    def worth(t, active):
+    def worth(t, active, epochs, converging):
+        if converging and not in_cache:
+            return False
         active = n if active is None else max(int(active), 1)
         n_var, rank = per_row * active, min(active, m)
         if not fits(n_var, rank):
             return False
-        return interior_seconds(n_var, rank) < (max_iter - t) * epoch_seconds(active, row_values, in_cache)
+        return interior_seconds(n_var, rank) < epochs * epoch_seconds(active, row_values, in_cache)
 
     def stall(measure):
         return StallWatch(measure, max_iter, worth=worth)

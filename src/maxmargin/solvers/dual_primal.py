@@ -68,19 +68,20 @@ class StallWatch:
     against ``tol`` = 0.1.
 
     The rule: every :data:`STALL_EVERY` epochs the epochs stop for a look at ``measure()`` = (violation, target[,
-    active rows]) (the solver's stopping test is violation <= target).  At epoch :math:`t \ge` :data:`STALL_FIRST`, with
-    :math:`v_1` the least violation seen in epochs :math:`(t/2, t]` and :math:`v_0` the least in
+    active rows]) (the solver's stopping test is violation <= target).  At epoch :math:`t \ge` :data:`STALL_FIRST`,
+    with :math:`v_1` the least violation seen in epochs :math:`(t/2, t]` and :math:`v_0` the least in
     :math:`(t/4, t/2]`, the violation fell by :math:`\rho = \ln(v_0/v_1)/(t/2)` per epoch (linear convergence,
     as coordinate descent has), so it meets the target after about :math:`\ln(v_1/\text{target})/\rho` more;
     when :math:`v_1 \ge v_0`, or :math:`t` plus that exceeds ``budget``, the watch says stop.  The least values
     of windows, because with shrinking an epoch's violation is measured on the rows still active and jumps
-    when they all come back.  ``worth(t, active)``, where given, must agree too: whether what comes after the
-    switch costs less than the epochs it saves, with ``active`` rows left by shrinking (the third value of
-    ``measure()``, where it gives one; else None).  No look before epoch 50: the violation often falls slowly at
-    first and faster later (5,000 x 2,000 dense rows: 5.3, 5.2, 3.1, 1.1, 0.19 at epochs 10, 20, 50, 100, 200;
-    converged at 284), and a look at epoch 20 switched there.  The primal method then runs to a tighter tolerance
-    (:data:`EARLY_TOL_FACTOR`), so that a wrong guess costs time rather than accuracy.  Chunks of
-    :data:`STALL_EVERY` epochs run the same iterates as one call (the epoch state lives in the arrays)."""
+    when they all come back.  With ``worth(t, active, epochs, converging)`` given, the watch says stop where that
+    says the switch costs less than the ``epochs`` still to run (``converging``: the extrapolated count, where the
+    epochs would meet the target within ``budget``; else what is left of it), with ``active`` rows left by
+    shrinking (the third value of ``measure()``, where it gives one; else None).  No look before epoch 50: the
+    violation often falls slowly at first and faster later (5,000 x 2,000 dense rows: 5.3, 5.2, 3.1, 1.1, 0.19 at
+    epochs 10, 20, 50, 100, 200; converged at 284), and a look at epoch 20 switched there.  The primal method then
+    runs to a tighter tolerance (:data:`EARLY_TOL_FACTOR`), so that a wrong guess costs time rather than accuracy.
+    Chunks of :data:`STALL_EVERY` epochs run the same iterates as one call (the epoch state lives in the arrays)."""
 
     def __init__(self, measure, budget, every=None, first=None, worth=None):
         self.measure, self.budget, self.worth = measure, int(budget), worth
@@ -103,11 +104,15 @@ class StallWatch:
         if not older:
             return False
         v0 = min(older)
+        left, converging = self.budget - t, False
         if v1 < v0:
             rate = np.log(v0 / v1) / (t / 2)
-            if t + np.log(v1 / target) / rate <= self.budget:
-                return False
-        return self.worth is None or bool(self.worth(t, int(active[0]) if active else None))
+            needed = np.log(v1 / target) / rate
+            if t + needed <= self.budget:
+                if self.worth is None:
+                    return False
+                left, converging = needed, True
+        return self.worth is None or bool(self.worth(t, int(active[0]) if active else None, float(left), converging))
 
     def wrap(self, step):
         """``step(k)`` run in chunks that end on every :data:`STALL_EVERY`-th epoch; code 2 when stalled."""
