@@ -128,7 +128,7 @@ def test_active_rows_and_held_rows_that_join(monkeypatch):
     """Digits (unscaled, 5 against the rest; the interior point's price set to 0 so that the stall alone decides):
     shrinking leaves ~64 of 1,797 rows active when the epochs stall, the interior point runs on those alone, and
     held rows that violate their conditions join it; the fit reaches the QP's optimum.  With every held row forced
-    to zero the loop brings the wrong ones in, and the fit still reaches it."""
+    to its upper bound C the loop brings the wrong ones in, and the fit still reaches it."""
     X, digit = load_digits(return_X_y=True)
     y = np.where(digit == 5, 1.0, -1.0)
     monkeypatch.setattr(dual_ipm, "interior_seconds", lambda n, m: 0.0)
@@ -153,7 +153,7 @@ def test_active_rows_and_held_rows_that_join(monkeypatch):
     def wrong_held(first, solve_again, interior, violators, *args, **kwargs):
         held = np.ones(first.dual.shape[0], dtype=bool)
         held[first.active] = False
-        first.dual = np.where(held, 0.0, first.dual)
+        first.dual = np.where(held, C, first.dual)
         first.w = np.zeros_like(first.w)
         dual_cd.weighted_sum(first.dual * y, first.w, *ld.args())
 
