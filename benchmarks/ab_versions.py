@@ -129,7 +129,11 @@ def main():
                     if proba and r == a.repeat:
                         probas[label] = est.predict_proba(X[:2000])
         med = {k: float(np.median(v)) for k, v in times.items()}
-        solver = f"LinearSVC {a.linear}" if a.linear else f"solver={a.solver}"
+        solver = (
+            (f"LinearSVR {a.linear}" if a.linear == "svr-l1" else f"LinearSVC {a.linear}")
+            if a.linear
+            else f"solver={a.solver}"
+        )
         print(f"{a.data}, {X.shape[0]} x {X.shape[1]}, {solver}, medians of {a.repeat} (base {a.base})")
         for proba in variants:
             b, h = med[("base", proba)], med[("head", proba)]
