@@ -34,7 +34,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit
 
 from . import dual_cd, ipm
@@ -112,16 +111,27 @@ def signed_rows(ld, rows, sign):
     r""":math:`V = \mathrm{diag}(sign)\,[X, \text{bias}]` over ``rows`` as a dense float64 array (``ld``: a
     :class:`~maxmargin.solvers._linear_common.LinearData`)."""
     sign = np.asarray(sign, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.int64)
+    V = np.empty((rows.shape[0], ld.n_weights))
     if ld.dense:
-        X = np.asarray(ld.Xd[rows], dtype=np.float64)
-    else:
-        data = np.ones(ld.indices.shape[0]) if ld.unit else ld.data
-        X = sp.csr_matrix((data, ld.indices, ld.indptr), shape=(ld.n_samples, ld.n_features))[rows].toarray()
-    V = np.empty((X.shape[0], ld.n_weights))
-    np.multiply(X, sign[:, None], out=V[:, : ld.n_features])
+        np.multiply(ld.Xd[rows], sign[:, None], out=V[:, : ld.n_features])
+    else:  # (scipy's row indexing and toarray: 0.27 ms of a 1.2 ms fit on 200 x 20 rows)
+        _signed_csr_rows(ld.data, ld.indices, ld.indptr, bool(ld.unit), rows, sign, V)
     if ld.bias > 0:
         V[:, ld.n_features] = ld.bias * sign
     return V
+
+
+@njit(cache=True, nogil=True)
+def _signed_csr_rows(data, indices, indptr, unit, rows, sign, V):
+    """``V[r, :n_features]`` = ``sign[r]`` times CSR row ``rows[r]`` (dense; the columns past the features kept)."""
+    nf = V.shape[1]
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        for j in range(nf):
+            V[r, j] = 0.0
+        for t in range(indptr[i], indptr[i + 1]):
+            V[r, indices[t]] = sign[r] * (1.0 if unit else np.float64(data[t]))
 
 
 def reduced(V):
