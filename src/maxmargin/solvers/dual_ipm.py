@@ -31,6 +31,7 @@ the epochs go on from where they stopped.  ``n_iter`` counts the epochs and the 
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -439,6 +440,18 @@ def _finish(first, solve_again, interior, violators, room, certify, tol, max_ite
     return fit
 
 
+def _epochs(solve, start_name, dual_options, tol, verbose):
+    """``dual(start, iters, limit, watch=None)``: ``solve`` (the dual solver with its data bound) for the L1 loss,
+    from the dual variables ``start`` (the keyword ``start_name``; None: ``dual_options``' own), at most ``iters``
+    epochs, time limit ``limit``, ``stall=watch``."""
+
+    def dual(start, iters, limit, watch=None):
+        opts = dict(dual_options, **{start_name: start}) if start is not None else dual_options
+        return solve(squared=False, tol=tol, max_iter=iters, stall=watch, time_limit=limit, verbose=verbose, **opts)
+
+    return dual
+
+
 def _no_switch(fit):
     fit.interior_steps = 0
     fit.interior_rows = 0
@@ -451,19 +464,14 @@ def l1_svc(ld, y, C, *, tol=0.1, max_iter=1000, stall=True, time_limit=None, ver
     the dual solver (``alpha0``, ``seed``, ``callback``, ...).  Returns a
     :class:`~maxmargin.solvers.dual_cd.LinearFit` with ``interior_steps`` and ``interior_rows`` set.
 
-    On the active rows :math:`A` with the others' :math:`lpha_I` held, the problem is the box QP of the module
-    docstring with :math:`V_A` and the linear term :math:`V_A w_I - e`, :math:`w_I = w - V_A^Tlpha_A`."""
+    On the active rows :math:`A` with the others' :math:`\alpha_I` held, the problem is the box QP of the module
+    docstring with :math:`V_A` and the linear term :math:`V_A w_I - e`, :math:`w_I = w - V_A^T\alpha_A`."""
     t0 = time.perf_counter()
     C = np.asarray(C, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     watch = _watch(ld, 1, int(max_iter), stall)
 
-    def dual(alpha0, iters, limit, watch=None):
-        opts = dict(dual_options, alpha0=alpha0) if alpha0 is not None else dual_options
-        return dual_cd.solve_svc(
-            ld, y, C, squared=False, tol=tol, max_iter=iters, stall=watch, time_limit=limit, verbose=verbose, **opts
-        )
-
+    dual = _epochs(functools.partial(dual_cd.solve_svc, ld, y, C), "alpha0", dual_options, tol, verbose)
     first = dual(dual_options.pop("alpha0", None), int(max_iter), time_limit, watch)
     if first.status != "stalled":
         return _no_switch(first)
@@ -506,22 +514,7 @@ def l1_svr(ld, y, C, epsilon, *, tol=0.1, max_iter=1000, stall=True, time_limit=
     C = np.asarray(C, dtype=np.float64)
     watch = _watch(ld, 2, int(max_iter), stall)
 
-    def dual(beta0, iters, limit, watch=None):
-        opts = dict(dual_options, beta0=beta0) if beta0 is not None else dual_options
-        return dual_cd.solve_svr(
-            ld,
-            y,
-            C,
-            epsilon,
-            squared=False,
-            tol=tol,
-            max_iter=iters,
-            stall=watch,
-            time_limit=limit,
-            verbose=verbose,
-            **opts,
-        )
-
+    dual = _epochs(functools.partial(dual_cd.solve_svr, ld, y, C, epsilon), "beta0", dual_options, tol, verbose)
     first = dual(dual_options.pop("beta0", None), int(max_iter), time_limit, watch)
     if first.status != "stalled":
         return _no_switch(first)
