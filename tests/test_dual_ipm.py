@@ -253,3 +253,20 @@ def test_reduced_rows_keep_the_gram_matrix(rng):
     np.testing.assert_allclose(R @ R.T, V @ V.T, rtol=1e-10, atol=1e-9)
     W = rng.normal(size=(50, 10))
     assert dual_ipm.reduced(W) is W
+
+
+def test_price_and_deadline_decide_the_switch():
+    """The watch's price check: the interior point where it costs less than the epochs still to run; not past a
+    deadline (time_limit), and for converging problems only on rows in the L2 cache."""
+    import time
+
+    X, y = _unscaled(n=300)
+    ld = linear_data(X, 1.0, rows_first=True)
+    watch = dual_ipm._watch(ld, 1, 1000, True)(lambda: (1.0, 0.1, 300))
+    assert watch.worth(50, 300, 950.0, False)  # 950 epochs of 300 rows cost more than ~25 small Newton steps
+    assert not watch.worth(50, 300, 0.5, False)  # half an epoch does not
+    late = dual_ipm._watch(ld, 1, 1000, True, deadline=time.perf_counter() - 1.0)(lambda: (1.0, 0.1, 300))
+    assert not late.worth(50, 300, 950.0, False)
+    big = linear_data(np.tile(X, (200, 1)), 1.0, rows_first=True)  # 60,000 rows: out of the L2 cache
+    far = dual_ipm._watch(big, 1, 1000, True)(lambda: (1.0, 0.1, 60_000))
+    assert far.worth(50, 60_000, 950.0, False) and not far.worth(50, 60_000, 950.0, True)

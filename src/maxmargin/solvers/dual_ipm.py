@@ -334,7 +334,7 @@ def epoch_seconds(active, row_values, in_cache=True):
     return active * (row_values * (VALUE_SECONDS if in_cache else VALUE_SECONDS_OUT) + ROW_SECONDS)
 
 
-def _watch(ld, per_row, max_iter, enabled):
+def _watch(ld, per_row, max_iter, enabled, deadline=None):
     """The ``stall`` argument of the dual solvers: a :class:`StallWatch` over ``max_iter`` epochs that switches
     where the interior point on the active rows (``per_row`` variables each) fits (:func:`fits`) and costs less
     than the epochs still to run -- to ``max_iter`` where they will not meet ``tol`` by then, else, for rows that
@@ -343,7 +343,8 @@ def _watch(ld, per_row, max_iter, enabled):
     the epochs' cost at the look overstates the rest: 75,000 x 64 dense rows, 10 classes, 3.8 s -> 17.9 s with
     that switch) -- both estimated from the sizes alone (:func:`interior_seconds`,
     :func:`epoch_seconds`), so the same data give the same iterates; None where ``max_iter`` is at most LIBLINEAR's
-    300 (the dual alone, as for the squared losses) or the switch is off."""
+    300 (the dual alone, as for the squared losses) or the switch is off.  ``deadline`` (``time.perf_counter()``
+    seconds, from ``time_limit``): no switch whose estimate would run past it."""
     if not enabled or max_iter <= DUAL_EPOCHS:
         return None
     n, m = max(ld.n_samples, 1), ld.n_weights
@@ -358,7 +359,10 @@ def _watch(ld, per_row, max_iter, enabled):
         n_var, rank = per_row * active, min(active, m)
         if not fits(n_var, rank):
             return False
-        return interior_seconds(n_var, rank) < epochs * epoch_seconds(active, row_values, in_cache)
+        cost = interior_seconds(n_var, rank)
+        if deadline is not None and time.perf_counter() + cost > deadline:
+            return False  # (the interior point does not look at the clock while it runs)
+        return cost < epochs * epoch_seconds(active, row_values, in_cache)
 
     def stall(measure):
         return StallWatch(measure, max_iter, worth=worth)
@@ -469,7 +473,7 @@ def l1_svc(ld, y, C, *, tol=0.1, max_iter=1000, stall=True, time_limit=None, ver
     t0 = time.perf_counter()
     C = np.asarray(C, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    watch = _watch(ld, 1, int(max_iter), stall)
+    watch = _watch(ld, 1, int(max_iter), stall, None if time_limit is None else t0 + float(time_limit))
 
     dual = _epochs(functools.partial(dual_cd.solve_svc, ld, y, C), "alpha0", dual_options, tol, verbose)
     first = dual(dual_options.pop("alpha0", None), int(max_iter), time_limit, watch)
@@ -512,7 +516,7 @@ def l1_svr(ld, y, C, epsilon, *, tol=0.1, max_iter=1000, stall=True, time_limit=
     t0 = time.perf_counter()
     y = np.asarray(y, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
-    watch = _watch(ld, 2, int(max_iter), stall)
+    watch = _watch(ld, 2, int(max_iter), stall, None if time_limit is None else t0 + float(time_limit))
 
     dual = _epochs(functools.partial(dual_cd.solve_svr, ld, y, C, epsilon), "beta0", dual_options, tol, verbose)
     first = dual(dual_options.pop("beta0", None), int(max_iter), time_limit, watch)
