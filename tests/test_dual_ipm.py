@@ -270,3 +270,50 @@ def test_price_and_deadline_decide_the_switch():
     big = linear_data(np.tile(X, (200, 1)), 1.0, rows_first=True)  # 60,000 rows: out of the L2 cache
     far = dual_ipm._watch(big, 1, 1000, True)(lambda: (1.0, 0.1, 60_000))
     assert far.worth(50, 60_000, 950.0, False) and not far.worth(50, 60_000, 950.0, True)
+
+
+def test_weighted_hinge_and_no_intercept_reach_the_optimum():
+    """Per-row C (sample weights times a class weight) and no intercept: the interior point's box is C_i, and the
+    fit is the primal QP's optimum to 1e-6."""
+    X, y = _cancer()
+    sw = np.random.default_rng(0).uniform(0.2, 3.0, size=y.shape[0])
+    est = LinearSVC(loss="hinge", random_state=0, class_weight={1.0: 2.0, -1.0: 1.0}).fit(X, y, sample_weight=sw)
+    C = sw * np.where(y > 0, 2.0, 1.0)
+    w = np.r_[est.coef_.ravel(), est.intercept_]
+    ours = 0.5 * w @ w + C @ np.maximum(0.0, 1 - y * (X @ w[:-1] + w[-1]))
+    best = _primal_qp(X, y, C, "hinge")
+    assert est.fit_status_ == 0 and abs(ours - best) / best < 1e-6, (ours, best)
+    flat = LinearSVC(loss="hinge", random_state=0, fit_intercept=False).fit(X, y)
+    assert flat.intercept_ == 0.0 and flat.fit_status_ == 0
+    v = flat.coef_.ravel()
+    ours = 0.5 * v @ v + np.maximum(0.0, 1 - y * (X @ v)).sum()
+    assert ours <= _primal_qp_no_bias(X, y) * (1 + 1e-6)
+
+
+def _primal_qp_no_bias(X, y):
+    """The hinge primal without a bias feature: min 1/2 w.w + sum xi, y_i w.x_i >= 1 - xi_i (Clarabel)."""
+    n, m = X.shape
+    P = sp.block_diag([sp.identity(m), sp.csc_matrix((n, n))], format="csc") + 1e-12 * sp.identity(m + n)
+    q = np.r_[np.zeros(m), np.ones(n)]
+    G = sp.hstack([sp.csc_matrix(-y[:, None] * X), -sp.identity(n, format="csc")], format="csc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = qpsolvers.solve_qp(
+            P, q, G=G, h=-np.ones(n), lb=np.r_[np.full(m, -np.inf), np.zeros(n)], solver="clarabel",
+            tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
+        )  # fmt: skip
+    w = x[:m]
+    return 0.5 * w @ w + np.maximum(0.0, 1 - y * (X @ w)).sum()
+
+
+def test_the_interior_points_result_kept_where_the_epochs_after_it_do_worse():
+    """0/1 columns of value 1,000 (CSR, float32 values): the interior point's result misses the duality-gap
+    acceptance, the epochs started from it stall at a higher objective (111.1 against 78.3), and the fit keeps the
+    interior point's result: the primal QP's optimum to 1e-5."""
+    X, y = _cancer()
+    Xb = (X > np.median(X, axis=0)).astype(np.float32) * 1000
+    est = LinearSVC(loss="hinge", random_state=0).fit(sp.csr_matrix(Xb), y)
+    w = np.r_[est.coef_.ravel(), est.intercept_]
+    ours = 0.5 * w @ w + np.maximum(0.0, 1 - y * (Xb @ w[:-1] + w[-1])).sum()
+    best = _primal_qp(Xb.astype(np.float64), y, 1.0, "hinge")
+    assert abs(ours - best) / best < 1e-5, (ours, best)

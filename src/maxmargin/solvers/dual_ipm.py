@@ -391,7 +391,9 @@ def _finish(first, solve_again, interior, violators, room, certify, tol, max_ite
     epoch).  Else the epochs again from the result (or from where they stopped, where the interior point failed)
     for the rest of ``max_iter``, over every row, watched: where they stall again they stop with status
     ``'stalled'``; where they end worse than at the stall, or the interior point failed, the epochs go on from the
-    stall instead, unwatched, as they would have without the switch.  Returns
+    stall instead, unwatched, as they would have without the switch.  Where those epochs miss ``tol`` and end above
+    the interior point's own result, that result is the fit (status ``'stalled'``; 0/1 columns of value 1,000:
+    78.3 against the epochs' 111.1).  Returns
     the fit of those epochs, its ``n_iter`` counting every epoch and Newton step."""
     n = first.dual.shape[0]
     rows = first.active if first.active is not None and first.active.shape[0] < ALL_FROM * n else np.arange(n)
@@ -416,20 +418,21 @@ def _finish(first, solve_again, interior, violators, room, certify, tol, max_ite
         rows = np.union1d(rows, extra)
     if verbose:
         print(f"[maxmargin] dual-cd: stalled at epoch {first.n_iter}; interior point: {steps} Newton steps")
+    found = None  # the interior point's result as a fit (its SVM objectives)
     if steps and dual is not first.dual:
-        fit = certify(dual, w)
-        if fit.gap is not None and fit.gap <= min(GAP_ACCEPT, tol) * abs(fit.objective):
-            fit.n_iter = int(first.n_iter) + int(steps)
-            fit.interior_steps = int(steps)
-            fit.interior_rows = int(rows.shape[0])
-            return fit
+        found = certify(dual, w)
+        found.n_iter = int(first.n_iter) + int(steps)
+        found.interior_steps = int(steps)
+        found.interior_rows = int(rows.shape[0])
+        if found.gap is not None and found.gap <= min(GAP_ACCEPT, tol) * abs(found.objective):
+            return found
     left = max(int(max_iter) - int(first.n_iter) - int(steps), 1)
 
     def watch(measure):  # the epochs after the interior point stop where they stall too (status 'stalled')
         return StallWatch(measure, left)
 
     fit = None
-    if dual is not first.dual:
+    if found is not None:
         fit = solve_again(dual, left, _remaining(time_limit, t0), watch)
         if not fit.objective <= first.objective:
             # the interior point's multipliers led to a worse primal point than the stalled epochs had reached
@@ -441,6 +444,10 @@ def _finish(first, solve_again, interior, violators, room, certify, tol, max_ite
     fit.n_iter = int(first.n_iter) + int(steps) + int(fit.n_iter)
     fit.interior_steps = int(steps)
     fit.interior_rows = int(rows.shape[0])
+    if found is not None and not fit.converged and found.objective < fit.objective:
+        # the epochs neither met tol nor got below the interior point's own result: that one, not certified
+        found.status, found.converged = "stalled", False
+        return found
     return fit
 
 
