@@ -13,7 +13,7 @@ bias feature) signed by the labels, :math:`n \times m` -- and a primal-dual inte
 factor of their QR decomposition, :math:`VV^T = R^TR`):
 
 .. math:: \min_\alpha \tfrac12\alpha^T VV^T\alpha - e^T\alpha, \quad 0 \le \alpha_i \le C_i
-          \qquad\text{(hinge: seed 002's dual with the bias as a feature)},
+          \qquad\text{(seed 002's 1-norm soft-margin dual, the bias a feature: no equality)},
 
 and for regression, with :math:`\beta = \alpha^+ - \alpha^-` on :math:`2n` variables,
 
@@ -21,12 +21,12 @@ and for regression, with :math:`\beta = \alpha^+ - \alpha^-` on :math:`2n` varia
           + (\epsilon e - y)^T\alpha^+ + (\epsilon e + y)^T\alpha^-, \quad 0 \le \alpha^\pm_i \le C_i .
 
 The epochs run first, watched by a :class:`~maxmargin.solvers.dual_primal.StallWatch` whose budget is
-``max_iter``; it switches when the epochs will not meet ``tol`` within it *and* the interior point's estimated
-time (:func:`interior_seconds`) is below that of the epochs left.  The interior point's multipliers then start
-the same epochs again, which stop by their own rule (usually after one or two epochs), so the result meets the
-same ``tol`` test as the plain dual and keeps its dual variables and duality gap.  Where the interior point fails,
-the epochs go on from where they stopped.  ``n_iter`` counts the epochs and the Newton steps; the fit's
-``interior_steps`` the latter.
+``max_iter``; it switches where the interior point on the rows shrinking left active costs less than the epochs
+still to run (:func:`_watch`: estimates from the sizes, :func:`interior_seconds`, :func:`epoch_seconds`).  The
+interior point's result is the fit where the SVM's relative duality gap is within ``min(1e-5, tol)``; else the
+epochs start from it, with fallbacks to the epochs from the stall and to the interior point's own result
+(:func:`_finish`).  ``n_iter`` counts the epochs and the Newton steps; the fit's ``interior_steps`` the latter and
+``interior_rows`` the rows it ran on.
 """
 
 from __future__ import annotations
