@@ -1554,3 +1554,28 @@ def test_integer_and_boolean_csr_values_fit_as_their_floats(dtype, make):
         Xbig = sp.csr_matrix((big.data.astype(dtype), X.indices, X.indptr), shape=X.shape)
         assert linear._float_values(Xbig).dtype == np.float64
         np.testing.assert_array_equal(make().fit(big, y).coef_, make().fit(Xbig, y).coef_)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_l1_penalty_fused_columns_same_iterates(dtype):
+    """A single L1-penalty problem on dense rows scales its columns straight from X (cd_l1.fused_columns): the same
+    values as the transpose and then the scaling, so the same iterates bit for bit; with a warm start too."""
+    from maxmargin.solvers import cd_l1
+
+    rng = np.random.default_rng(4)
+    X = np.exp(rng.normal(size=(150, 70))).astype(dtype)
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=150) > 0, 1.0, -1.0)
+    C = rng.uniform(0.5, 2.0, size=150)
+    fused = cd_l1.fused_columns(X, 1.0)
+    assert fused is not None and cd_l1.is_fused(fused)
+    a = cd_l1.solve(X, 1.0, y, C, tol=1e-6, seed=0, columns=fused)
+    b = cd_l1.solve(None, 1.0, y, C, tol=1e-6, seed=0, columns=cd_l1.to_columns(X, 1.0))
+    np.testing.assert_array_equal(a.w, b.w)
+    assert a.n_iter == b.n_iter
+    w0 = 0.5 * b.w
+    a2 = cd_l1.solve(X, 1.0, y, C, tol=1e-6, seed=0, columns=fused, w0=w0)
+    b2 = cd_l1.solve(None, 1.0, y, C, tol=1e-6, seed=0, columns=cd_l1.to_columns(X, 1.0), w0=w0)
+    np.testing.assert_array_equal(a2.w, b2.w)
+    est = LinearSVC(penalty="l1", dual=False, tol=1e-6, random_state=0).fit(X, y, sample_weight=C)
+    np.testing.assert_allclose(np.r_[est.coef_.ravel(), est.intercept_], a.w, rtol=0, atol=0)
+    assert cd_l1.fused_columns(np.where(X > 2.5, X, 0), 1.0) is None  # sparse-ish dense rows: CSC as before

@@ -478,7 +478,10 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             # the coordinate-descent solvers take thin dense data as CSR (CD_CSR_MAX_FEATURES); TRON keeps dense
             ld = linear_data(X, bias, rows_first=solver in (1, 3)) if solver != 5 else None
             dense_ld = None if sp.issparse(X) or solver != 1 else (lambda: linear_data(X, bias))
-            cols = cd_l1.to_columns(X, bias) if solver == 5 else None
+            cols = None
+            if solver == 5:  # (a single problem on dense rows: cd_l1.solve scales its columns from X in one pass)
+                cols = (cd_l1.fused_columns(X, bias) if len(targets) == 1 else None) or cd_l1.to_columns(X, bias)
+            fused = cols is not None and cd_l1.is_fused(cols)
             threads = self._threads(len(targets), X.shape[0])
 
             def job(p_no, m):
@@ -521,7 +524,15 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                 if solver == 2:
                     return tron.solve(ld, yb, Ci, kind="squared_hinge", w0=prev_w, parallel=threads == 1, **opts)
                 return cd_l1.solve(
-                    None, bias, yb, Ci, shrinking=self.shrinking, seed=s, w0=prev_w, columns=cols, **opts
+                    X if fused else None,
+                    bias,
+                    yb,
+                    Ci,
+                    shrinking=self.shrinking,
+                    seed=s,
+                    w0=prev_w,
+                    columns=cols,
+                    **opts,
                 )
 
             jobs = [(lambda p=p, m=m: job(p, m)) for p, m in enumerate(targets)]
