@@ -39,7 +39,7 @@ from numba import njit
 
 from . import dual_cd, ipm
 from ._linear_common import all_dots, l2_cache_bytes
-from .dual_primal import DUAL_EPOCHS, StallWatch
+from .dual_primal import DUAL_EPOCHS, StallWatch, _remaining
 
 #: the interior point only for at most this many values of its matrix V (n x k; 64 MiB): it holds three such arrays
 MAX_VALUES = 1 << 23
@@ -313,6 +313,7 @@ def box_qp(V, p, U):
     diag = np.einsum("ij,ij->i", V, V)
     sigma = max(float(np.median(diag)) * float(U.max()) if diag.size else 1.0, 1.0)
     scales = (sigma, 1.0) if sigma > SCALE_FROM else (1.0, sigma)
+    scales = scales[:1] if scales[0] == scales[1] else scales
     best, steps = None, 0
     for scale in scales:
         a, k = _interior(V / np.sqrt(scale), p / scale, U)
@@ -323,7 +324,7 @@ def box_qp(V, p, U):
             value = 0.5 * float(t @ t) + float(p @ a)
             if best is None or value < best[0]:
                 best = (value, a)
-        if (a is not None and k < ipm.MAX_NEWTON) or scale == scales[-1] or scales[0] == scales[1]:
+        if a is not None and k < ipm.MAX_NEWTON:
             break
     return (None if best is None else best[1]), steps
 
@@ -368,12 +369,6 @@ def _watch(ld, per_row, max_iter, enabled, deadline=None):
         return StallWatch(measure, max_iter, worth=worth)
 
     return stall
-
-
-def _remaining(time_limit, t0):
-    if time_limit is None:
-        return None
-    return max(float(time_limit) - (time.perf_counter() - t0), 0.0)
 
 
 def _finish(first, solve_again, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose):
