@@ -121,10 +121,10 @@ def test_callback_stop_in_the_dual_phase_does_not_switch():
     assert fit.status == "callback" and not fit.switched
 
 
-def _watch(values, budget=300, target=0.1):
+def _watch(values, budget=300, target=0.1, every=None):
     """A StallWatch fed ``values[t]`` after epoch t; returns the epoch at which it says stop (None: never)."""
     state = {}
-    watch = dual_primal.StallWatch(lambda: (values[state["t"]], target), budget)
+    watch = dual_primal.StallWatch(lambda: (values[state["t"]], target), budget, every=every)
 
     def step(k):  # k epochs of a solver whose violation after epoch t is values[t]
         t = min(watch.epoch + k, len(values) - 1)
@@ -154,7 +154,21 @@ def test_stall_watch_rule():
     run = watch.wrap(lambda k: (seen.append(k), (1, watch.epoch + k))[1])
     run(25)
     run(12)
-    assert seen == [20, 5, 5, 7] and [e for e, _ in watch.samples] == [20, 30]
+    assert seen == [20, 5, 5, 7] and watch.epochs == [20, 30]
+
+
+def test_look_every_holds_enough_work():
+    """The looks of a watch on small data come every so many epochs that a chunk holds LOOK_VALUES of work (a look
+    costs tens of microseconds of Python, an epoch over iris a microsecond or two); on data of 20,000 values an
+    epoch, every STALL_EVERY epochs as before.  The rule itself is the same at the coarser looks."""
+    every = dual_primal.STALL_EVERY
+    tiny = linear_data(np.ones((150, 4)), 1.0)
+    per_epoch = 150 * 4 + dual_primal.ROW_VALUES * 150
+    k = dual_primal.look_every(tiny)
+    assert k % every == 0 and k * per_epoch >= dual_primal.LOOK_VALUES > (k - every) * per_epoch
+    assert dual_primal.look_every(linear_data(sp.csr_matrix(np.ones((1000, 20))), 1.0)) == every
+    assert _watch(np.full(2000, 6.0), budget=1000, every=120) == 240  # the first look with an older window
+    assert _watch(6.0 * np.exp(-0.05 * np.arange(2000)), budget=1000, every=120) is None
 
 
 @pytest.mark.parametrize("regression", [False, True], ids=["svc", "svr"])

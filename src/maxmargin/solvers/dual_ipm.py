@@ -39,7 +39,7 @@ from numba import njit
 
 from . import dual_cd, ipm
 from ._linear_common import all_dots, l2_cache_bytes
-from .dual_primal import DUAL_EPOCHS, StallWatch, _remaining
+from .dual_primal import DUAL_EPOCHS, StallWatch, _remaining, look_every
 
 #: the interior point only for at most this many values of its matrix V (n x k; 64 MiB): it holds three such arrays
 MAX_VALUES = 1 << 23
@@ -352,6 +352,7 @@ def _watch(ld, per_row, max_iter, enabled, deadline=None):
     row_values = ld.n_features if ld.dense else ld.indptr[-1] / n
     stored = ld.Xd.nbytes if ld.dense else ld.data.nbytes + ld.indices.nbytes
     in_cache = stored <= l2_cache_bytes()
+    every = look_every(ld)
 
     def worth(t, active, epochs, converging):
         if converging and not in_cache:
@@ -366,12 +367,12 @@ def _watch(ld, per_row, max_iter, enabled, deadline=None):
         return cost < epochs * epoch_seconds(active, row_values, in_cache)
 
     def stall(measure):
-        return StallWatch(measure, max_iter, worth=worth)
+        return StallWatch(measure, max_iter, every=every, worth=worth)
 
     return stall
 
 
-def _finish(first, solve_again, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose):
+def _finish(first, solve_again, interior, violators, room, certify, every, tol, max_iter, time_limit, t0, verbose):
     """After the epochs ``first`` stalled: the interior point on the active rows (``first.active``; every row where
     None or at least :data:`ALL_FROM` of them), ``interior(rows, dual, w)`` -> (dual, w, steps) with the other
     rows' dual variables held (None: it failed).  Rows held outside that violate their optimality conditions by
@@ -424,7 +425,7 @@ def _finish(first, solve_again, interior, violators, room, certify, tol, max_ite
     left = max(int(max_iter) - int(first.n_iter) - int(steps), 1)
 
     def watch(measure):  # the epochs after the interior point stop where they stall too (status 'stalled')
-        return StallWatch(measure, left)
+        return StallWatch(measure, left, every=every)
 
     fit = None
     if found is not None:
@@ -508,7 +509,9 @@ def l1_svc(ld, y, C, *, tol=0.1, max_iter=1000, stall=True, time_limit=None, ver
         fit.violation = fit.gap / max(abs(primal), 1e-300)
         return fit
 
-    return _finish(first, dual, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose)
+    return _finish(
+        first, dual, interior, violators, room, certify, look_every(ld), tol, max_iter, time_limit, t0, verbose
+    )
 
 
 def l1_svr(ld, y, C, epsilon, *, tol=0.1, max_iter=1000, stall=True, time_limit=None, verbose=False, **dual_options):
@@ -562,4 +565,6 @@ def l1_svr(ld, y, C, epsilon, *, tol=0.1, max_iter=1000, stall=True, time_limit=
         fit.violation = fit.gap / max(abs(primal), 1e-300)
         return fit
 
-    return _finish(first, dual, interior, violators, room, certify, tol, max_iter, time_limit, t0, verbose)
+    return _finish(
+        first, dual, interior, violators, room, certify, look_every(ld), tol, max_iter, time_limit, t0, verbose
+    )
