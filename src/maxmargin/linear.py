@@ -12,7 +12,7 @@ l2, hinge                          True        :math:`\tfrac12\|w\|^2 + \sum C_i
 l2, squared_hinge                  True        :math:`\tfrac12\|w\|^2 + \sum C_i\xi_i^2`               dual CD, then TRON
 l2, squared_hinge                  False       same                                                   TRON (``tron``)
 l1, squared_hinge                  False       :math:`\|w\|_1 + \sum C_i\xi_i^2`                       CD (``cd_l1``)
-multi_class='crammer_singer'       (ignored)   :math:`\tfrac12\sum_m\|w_m\|^2 + \sum C_i\max_m(...)`   dual CD (``crammer_singer``)
+multi_class='crammer_singer'       (ignored)   :math:`\tfrac12\sum_m\|w_m\|^2 + \sum C_i\max_m(...)`   dual CD, then IPM
 SVR epsilon_insensitive            True        :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon`        dual CD, then IPM
 SVR squared_epsilon_insensitive    True/False  :math:`\tfrac12\|w\|^2 + \sum C_i|r_i|_\epsilon^2`      dual CD, then TRON / TRON
 =================================  ==========  =====================================================  =================
@@ -26,7 +26,9 @@ epochs' progress shows that they will not meet ``tol`` within the 300 (``dual_pr
 50).  "Dual CD, then IPM" (the L1 losses, which have no smooth primal): where the epochs will not meet ``tol``
 within ``max_iter`` and an interior point on the active rows' low-rank dual costs less than the epochs left, it
 takes over (``solvers.dual_ipm``; its result is the fit at a relative duality gap of ``min(1e-5, tol)``, else the
-epochs start from it).  ``dual='auto'`` picks the
+epochs start from it).  Crammer-Singer likewise, where the epochs stall with a duality gap above half the
+primal objective (unscaled columns) and an interior point on the whole dual costs less than four times the
+epochs left (``solvers.cs_ipm``; accepted at ``min(1e-4, tol)``).  ``dual='auto'`` picks the
 dual when there are fewer samples than features (scikit-learn's rule).  ``tol`` is LIBLINEAR's ``-e``.  "TRON"
 is the primal Newton method of ``solvers.tron``: since session 14 with LIBLINEAR 2.40's line search (its
 trust-region variant stays there as ``method="trust_region"``).
@@ -69,7 +71,7 @@ from . import labels
 from ._ready import canonical_csr, ready_xy
 from ._threads import one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
-from .solvers import cd_l1, crammer_singer, dual_cd, dual_ipm, dual_primal, tron
+from .solvers import cd_l1, cs_ipm, dual_cd, dual_ipm, dual_primal, tron
 from .solvers._linear_common import linear_data
 from .svm import sample_weights, warn_not_converged
 
@@ -468,11 +470,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             ld = linear_data(X, bias)
             alpha0 = warm["dual"][0] * ratio if warm is not None else None
             with one_blas_thread():
-                fits = [
-                    crammer_singer.solve(
-                        ld, y_idx, k, C * sw * cw[y_idx], seed=seed, alpha0=alpha0, **self._options(0, 1)
-                    )
-                ]
+                fits = [cs_ipm.solve(ld, y_idx, k, C * sw * cw[y_idx], seed=seed, alpha0=alpha0, **self._options(0, 1))]
         else:
             targets = [1] if k == 2 else list(range(k))
             # the coordinate-descent solvers take thin dense data as CSR (CD_CSR_MAX_FEATURES); TRON keeps dense

@@ -425,12 +425,16 @@ def solve(
     callback_info=None,
     time_limit=None,
     verbose=False,
+    stall=None,
 ):
     """Crammer-Singer on ``ld`` (:class:`~maxmargin.solvers._linear_common.LinearData`) with class indices ``y``
     (0..k-1) and per-sample ``C``.  ``alpha0`` (n, k): a warm start.  Returns a
     :class:`~maxmargin.solvers.dual_cd.LinearFit` whose ``w`` is (k, n_weights) and ``dual`` is alpha (the epochs
     keep the weights feature-major, (n_weights, k), on CSR rows -- see :func:`_scores` -- and class-major on dense
-    rows, :data:`CLASS_MAJOR`)."""
+    rows, :data:`CLASS_MAJOR`).  ``stall``: None, or ``stall(measure)`` giving a
+    :class:`~maxmargin.solvers.dual_primal.StallWatch` that may stop the epochs early (status ``'stalled'``; see
+    :mod:`.cs_ipm`); its ``measure()`` gives (violation, ``tol``, active samples, a callable of the relative
+    duality gap now)."""
     from .dual_cd import LinearFit
 
     n = y.shape[0]
@@ -504,6 +508,14 @@ def solve(
     def report():
         return _primal(*args, y, C, feature_major()), fstate[0]
 
+    def relative_gap():  # (primal - dual) / primal at the current iterate: one pass over the rows
+        primal = _primal(*args, y, C, feature_major())
+        flat = Wt.reshape(-1)
+        dual = float(-0.5 * (flat @ flat) - (alpha.sum() - alpha[np.arange(n), y].sum()))
+        return (primal - dual) / max(abs(primal), 1e-300)
+
+    if stall is not None:
+        step = stall(lambda: (fstate[0], tol, istate[1], relative_gap)).wrap(step)
     status, it = drive(
         step,
         max_iter,
@@ -522,4 +534,6 @@ def solve(
     W = Wt if class_major else Wt.T
     flat = Wt.reshape(-1)
     dual = float(-0.5 * (flat @ flat) - (alpha.sum() - alpha[np.arange(n), y].sum()))
-    return LinearFit(W, alpha, primal, dual, it, fstate[0], status)
+    fit = LinearFit(W, alpha, primal, dual, it, fstate[0], status)
+    fit.active = None  # (the interior point of cs_ipm runs on every sample)
+    return fit

@@ -372,15 +372,17 @@ def _watch(ld, per_row, max_iter, enabled, deadline=None):
     return stall
 
 
-def _finish(first, solve_again, interior, violators, room, certify, every, tol, max_iter, time_limit, t0, verbose):
+def _finish(
+    first, solve_again, interior, violators, room, certify, every, tol, max_iter, time_limit, t0, verbose, accept=None
+):
     """After the epochs ``first`` stalled: the interior point on the active rows (``first.active``; every row where
     None or at least :data:`ALL_FROM` of them), ``interior(rows, dual, w)`` -> (dual, w, steps) with the other
     rows' dual variables held (None: it failed).  Rows held outside that violate their optimality conditions by
     more than the epochs' ``tol`` would allow (``violators(dual, w, held)``: shrinking guessed them wrong) join,
     and the interior point runs again, at most :data:`ROUNDS` times while ``room(count)`` says they fit.  The
     result is the fit (``certify(dual, w)``: a converged :class:`~maxmargin.solvers.dual_cd.LinearFit` with the
-    SVM's primal and dual objectives) where its duality gap is within :data:`GAP_ACCEPT` (or ``tol``, where
-    smaller) of the primal objective:
+    SVM's primal and dual objectives) where its duality gap is within :data:`GAP_ACCEPT` (``accept``, where given;
+    or ``tol``, where smaller) of the primal objective:
     a bound on its distance from the optimum that holds at any scale of the columns, where the epochs' own test
     (LIBLINEAR's, on the projected gradient) is scale-bound and the epochs, started from such a point on unscaled
     columns, wander off it (breast cancer's regression: 101.95 at the interior point's result, 122.7 after one
@@ -420,7 +422,9 @@ def _finish(first, solve_again, interior, violators, room, certify, every, tol, 
         found.n_iter = int(first.n_iter) + int(steps)
         found.interior_steps = int(steps)
         found.interior_rows = int(rows.shape[0])
-        if found.gap is not None and found.gap <= min(GAP_ACCEPT, tol) * abs(found.objective):
+        if found.gap is not None and found.gap <= min(GAP_ACCEPT if accept is None else accept, tol) * abs(
+            found.objective
+        ):
             return found
     left = max(int(max_iter) - int(first.n_iter) - int(steps), 1)
 
