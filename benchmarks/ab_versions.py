@@ -12,9 +12,9 @@ Every variant is fitted once untimed (compilation), then ``--repeat`` times, bas
 the table gives medians, head / base, and the largest difference of the objectives (and, with
 ``--probability``, of ``predict_proba`` on the first 2000 rows).  Data: bench_divide's generators (xor,
 mix20, skin, ijcnn1 pooled) and bench_probability's loaders (every set of datasets.py, pendigits, usps).
-``--linear dual|primal|hinge`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual and hinge 0.1,
-primal 0.01); ``--linear svr-l1`` ``LinearSVR(loss='epsilon_insensitive', epsilon=0)`` on sweep_linear's planted
-target over a set's rows (``reg_<set>``).
+``--linear dual|primal|hinge|cs`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual, hinge and
+Crammer-Singer 0.1, primal 0.01); ``--linear svr-l1`` ``LinearSVR(loss='epsilon_insensitive', epsilon=0)`` on
+sweep_linear's planted target over a set's rows (``reg_<set>``).
 """
 
 from __future__ import annotations
@@ -86,8 +86,9 @@ def main():
     ap.add_argument("--probability", action="store_true", help="time probability=True beside the plain fit")
     ap.add_argument(
         "--linear",
-        choices=("dual", "primal", "hinge", "svr-l1"),
-        help="LinearSVC with this solver instead of SVC (svr-l1: LinearSVR, epsilon 0, on a planted target)",
+        choices=("dual", "primal", "hinge", "cs", "svr-l1"),
+        help="LinearSVC with this solver instead of SVC (cs: multi_class='crammer_singer'; svr-l1: LinearSVR, "
+        "epsilon 0, on a planted target)",
     )
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
@@ -109,6 +110,8 @@ def main():
             params.update(dual=a.linear != "primal", tol=0.01 if a.linear == "primal" else 0.1)
             if a.linear == "hinge":
                 params.update(loss="hinge")
+            if a.linear == "cs":
+                params.update(multi_class="crammer_singer")
         else:
             X, y, params = load(a.data, a.n)
         variants = [False, True] if a.probability else [False]

@@ -69,8 +69,10 @@ EXTEND = 4
 #: looser than :data:`~.dual_ipm.GAP_ACCEPT`, as its Woodbury solves lose digits late in the run (unscaled wine:
 #: 1.05e-5, and the epochs from there stall); the epochs' own results at LIBLINEAR's tol 0.1 are at 1e-4 to 5e-3
 GAP_ACCEPT = 1e-4
-#: rounds of iterative refinement of each Newton solve (see :func:`cs_qp`)
+#: rounds of iterative refinement of each Newton solve (see :func:`cs_qp`), once the best gap plus residual is
+#: below REFINE_FROM (earlier the solves are exact enough, and each round is ~10 NumPy calls)
 REFINE = 2
+REFINE_FROM = 1e-2
 
 
 def _others(y, k):
@@ -127,7 +129,7 @@ def cs_qp(V, y, k, C, p=-1.0, max_newton=ipm.MAX_NEWTON):
         # (a round that does not shrink the residual ends them: the solve is then too poor for refinement to converge)
         x = _woodbury(rhs, u, gamma, factor)
         before, size = x, np.inf
-        for _ in range(REFINE):
+        for _ in range(REFINE if best[0] < REFINE_FROM else 0):
             left = rhs - _margins(V @ (V.T @ _alpha(x, y, others, k)), y, others) - x / u
             left -= (c * x.sum(axis=1))[:, None]
             now = float(np.abs(left).max())
