@@ -45,20 +45,24 @@ import scipy.linalg
 
 from . import crammer_singer, ipm
 from .dual_cd import LinearFit
-from .dual_ipm import ACCEPT, FLOP_RATE, GAP_TOL, SCALE_FROM, STALL_FROM, _finish, signed_rows
+from .dual_ipm import ACCEPT, ESTIMATED_STEPS, FLOP_RATE, GAP_TOL, SCALE_FROM, STALL_FROM, _finish, signed_rows
 from .dual_primal import DUAL_EPOCHS, StallWatch, look_every
 
 #: the interior point is offered only where :math:`n k r` (the rows of its rank-n update, :func:`_newton_matrix`) is
 #: at most MAX_VALUES and :math:`kr` (``M``'s order) at most MAX_ORDER
 MAX_VALUES = 1 << 24
 MAX_ORDER = 2048
-#: the cost model of the switch (:func:`_worth`): Newton steps, NumPy's fixed cost a step (about 60 calls), and
-#: an epoch's time a stored value a class and a row (session 40: wine 178 x 13, 3 classes, ~6 us an epoch;
-#: letter26 15,000 x 16, 26 classes, ~3 ms)
-ESTIMATED_STEPS = 25
+#: the cost model of the switch (:func:`_watch`): NumPy's fixed cost a Newton step (~250 calls; 200 x 21 rows, 2
+#: classes: 14 steps in 6.3 ms), and an epoch's time: a row, a row and class (the sample's sub-problem), a stored
+#: value and class, dense (class-major vector lanes) or CSR.  Session 40, epochs with shrinking, us measured /
+#: modelled: wine (178 x 13, 3 classes) 21 / 9, 200 x 20 (2) 12 / 8, digits (1,400 x 64, 10) 95 / 230, emb128
+#: (8,000 x 128, 10) 906 / 1,800, letter26 (15,000 x 16, 26) 3,900 / 4,000; as CSR, ns a value and class 0.4-1.0.
+#: Where it errs it errs high on the larger data, so the epochs rather than the interior point keep doubtful cases.
 STEP_SECONDS = 4e-4
-VALUE_CLASS_SECONDS = 1.0e-9
 ROW_SECONDS = 2e-8
+ROW_CLASS_SECONDS = 8e-9
+VALUE_CLASS_SECONDS = 1e-10
+VALUE_CLASS_SECONDS_CSR = 4e-10
 #: the switch (:func:`_watch`): where the relative duality gap at a look of the watch is above FAR, priced against
 #: EXTEND times the epochs left of ``max_iter`` (epochs that end far from the optimum are worth less than their
 #: time: wine, unscaled, after 1,000 epochs (3 ms) 65-80 against 9.32 and training accuracy 0.74-0.89 against 0.99;
@@ -290,15 +294,18 @@ def interior_seconds(n, k, r):
 def _watch(ld, k, max_iter, enabled, deadline=None):
     """The ``stall`` argument of :func:`~maxmargin.solvers.crammer_singer.solve`: a
     :class:`~maxmargin.solvers.dual_primal.StallWatch` over ``max_iter`` epochs that switches where the interior point
-    fits (:data:`MAX_VALUES`, :data:`MAX_ORDER`) and costs less than the epochs still to run (the rule of
-    :func:`~maxmargin.solvers.dual_ipm._watch`, with an epoch's cost from :data:`VALUE_CLASS_SECONDS` and
-    :data:`ROW_SECONDS`); None where ``max_iter`` is at most LIBLINEAR's 300 or the switch is off."""
+    fits (:data:`MAX_VALUES`, :data:`MAX_ORDER`), costs less than :data:`EXTEND` times the epochs left of
+    ``max_iter`` (an epoch's cost from :data:`ROW_SECONDS`, :data:`ROW_CLASS_SECONDS` and the values' seconds), and
+    the relative duality gap at the look is above :data:`FAR`; None where ``max_iter`` is at most LIBLINEAR's 300 or
+    the switch is off.  ``deadline`` (``time.perf_counter()`` seconds): no switch whose estimate runs past it."""
     if not enabled or max_iter <= DUAL_EPOCHS:
         return None
     n, r = max(ld.n_samples, 1), ld.n_weights
     if not (n * k * r <= MAX_VALUES and k * r <= MAX_ORDER):
         return None
     row_values = ld.n_features if ld.dense else ld.indptr[-1] / n
+    per_value = VALUE_CLASS_SECONDS if ld.dense else VALUE_CLASS_SECONDS_CSR
+    per_row = ROW_SECONDS + k * ROW_CLASS_SECONDS + row_values * k * per_value
     cost = interior_seconds(n, k, r)
     every = look_every(ld)
 
@@ -314,7 +321,7 @@ def _watch(ld, k, max_iter, enabled, deadline=None):
             return False  # (the interior point does not look at the clock while it runs)
         active = n if active is None else max(int(active), 1)
         left = EXTEND * max(max_iter - t, 0)
-        if not cost < left * active * (row_values * k * VALUE_CLASS_SECONDS + ROW_SECONDS):
+        if not cost < left * active * per_row:
             return False
         return bool(seen["measure"]()[3]() > FAR)
 
