@@ -31,9 +31,9 @@ By Woodbury, :math:`(H+B)^{-1} = B^{-1} - B^{-1}U M^{-1} U^T B^{-1}` with the :m
 
 .. math:: M = I + \sum_i T_i \otimes v_i v_i^T, \qquad T_i = P_i B_i^{-1} P_i^T \ (k \times k),
 
-built as :math:`k` products :math:`V^T[\ldots]` of :math:`n \times r \cdot k` (:math:`n k^2 r^2` flops), then
+built by one symmetric rank-n update and one product a class (:func:`_newton_matrix`, :math:`n k^2 r^2` flops), then
 factored once a step.  A step costs no more than a few epochs on few columns (wine: 178 rows, 3 classes,
-:math:`kr = 42`).
+:math:`kr = 42`); on letter26 (15,000 rows, 26 classes, :math:`kr = 442`) ~0.15 s.
 """
 
 from __future__ import annotations
