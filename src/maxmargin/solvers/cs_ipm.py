@@ -45,7 +45,17 @@ import scipy.linalg
 
 from . import crammer_singer, ipm
 from .dual_cd import LinearFit
-from .dual_ipm import ACCEPT, ESTIMATED_STEPS, FLOP_RATE, GAP_TOL, SCALE_FROM, STALL_FROM, _finish, signed_rows
+from .dual_ipm import (
+    ACCEPT,
+    ESTIMATED_STEPS,
+    FLOP_RATE,
+    GAP_TOL,
+    STALL_FROM,
+    _finish,
+    _longest_step,
+    scales_to_try,
+    signed_rows,
+)
 from .dual_primal import DUAL_EPOCHS, StallWatch, look_every
 
 #: the interior point is offered only where :math:`n k r` (the rows of its rank-n update, :func:`_newton_matrix`) is
@@ -240,11 +250,8 @@ def _newton_matrix(V, ut, su, gamma, q, groups):
 
 
 def _longest(x, dx):
-    """The longest step ``t <= 1`` with ``x + t dx >= 0`` (``x > 0``)."""
-    neg = dx < 0.0
-    if not neg.any():
-        return 1.0
-    return float(min(1.0, (x[neg] / -dx[neg]).min()))
+    """The longest step ``t <= 1`` with ``x + t dx >= 0`` (``x > 0``), for arrays of any shape."""
+    return _longest_step(np.ravel(x), np.ravel(dx))
 
 
 def scaled_qp(V, y, k, C):
@@ -252,13 +259,9 @@ def scaled_qp(V, y, k, C):
     that is above :data:`~.dual_ipm.SCALE_FROM` (unscaled columns: the multipliers start at 1, far from the
     gradient's scale), else as it is; where that run fails or uses up its steps, once more with the other scale,
     and the better result kept (as :func:`~.dual_ipm.box_qp`).  Returns ``(beta or None, steps)``."""
-    sq = np.einsum("ij,ij->i", V, V)
-    sigma = max(float(np.median(sq)) * float(C.max()) if sq.size else 1.0, 1.0)
-    scales = (sigma, 1.0) if sigma > SCALE_FROM else (1.0, sigma)
-    scales = scales[:1] if scales[0] == scales[1] else scales
     others = _others(y, k)
     best, steps = None, 0
-    for scale in scales:
+    for scale in scales_to_try(V, float(C.max())):
         beta, used = cs_qp(V / np.sqrt(scale), y, k, C, p=-1.0 / scale)
         steps += used
         if beta is not None:
@@ -369,8 +372,7 @@ def solve(ld, y, n_classes, C, *, tol=0.1, max_iter=1000, stall=True, time_limit
 
     def certify(alpha, W):
         primal = crammer_singer._primal(*ld.args(), y, C, np.ascontiguousarray(W.T))
-        value = float(-0.5 * float((W * W).sum()) - (alpha.sum() - alpha[np.arange(n), y].sum()))
-        fit = LinearFit(W, alpha, primal, value, 0, np.nan, "converged")
+        fit = LinearFit(W, alpha, primal, crammer_singer.dual_objective(W, alpha, y), 0, np.nan, "converged")
         fit.violation = fit.gap / max(abs(primal), 1e-300)
         return fit
 

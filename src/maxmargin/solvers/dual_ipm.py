@@ -301,6 +301,15 @@ def _interior(V, p, U):
     )
 
 
+def scales_to_try(V, top):
+    """The objective's divisors in the order :func:`box_qp` tries them: the median of diag(V V^T) times ``top`` (the
+    largest bound) first where that is above :data:`SCALE_FROM`, else 1 first; one of them where they are equal."""
+    diag = np.einsum("ij,ij->i", V, V)
+    sigma = max(float(np.median(diag)) * top if diag.size else 1.0, 1.0)
+    scales = (sigma, 1.0) if sigma > SCALE_FROM else (1.0, sigma)
+    return scales[:1] if scales[0] == scales[1] else scales
+
+
 def box_qp(V, p, U):
     r"""The interior point (:func:`~maxmargin.solvers.ipm.interior_point`) for :math:`\min \tfrac12 a^TVV^Ta +
     p^Ta`, :math:`0 \le a \le U`, scaled by :data:`SCALE_FROM`'s rule; where that run fails (:data:`ACCEPT`) or
@@ -310,12 +319,8 @@ def box_qp(V, p, U):
     it, as for SMO's start (:func:`~maxmargin.solvers.ipm._rounded`): they sit ~1e-7 inside and the free values
     make up for them, so on unscaled columns the primal point moves far (breast cancer's regression: primal
     objective 101.95, rounded 2,652, the dual objective the same to 5e-7)."""
-    diag = np.einsum("ij,ij->i", V, V)
-    sigma = max(float(np.median(diag)) * float(U.max()) if diag.size else 1.0, 1.0)
-    scales = (sigma, 1.0) if sigma > SCALE_FROM else (1.0, sigma)
-    scales = scales[:1] if scales[0] == scales[1] else scales
     best, steps = None, 0
-    for scale in scales:
+    for scale in scales_to_try(V, float(U.max())):
         a, k = _interior(V / np.sqrt(scale), p / scale, U)
         steps += k
         if a is not None:
