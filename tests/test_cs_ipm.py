@@ -59,11 +59,12 @@ def _dual_objective(V, y, k, beta):
     return 0.5 * float((W * W).sum()) - float(beta.sum()), W.T
 
 
+@pytest.mark.parametrize("route", ["numpy", "compiled"])
 @pytest.mark.parametrize("data", ["iris", "wine"])
-def test_newton_steps_reach_the_qp_optimum(data):
-    """cs_qp on 70 scaled rows against cvxopt on the same dual in beta (bounds and per-sample sums): the same
-    objective to 1e-6, the same class weights (unique: the objective is 1-strongly convex in W, so
-    |W - W*|^2 <= 2 (f - f*): an objective 1e-7 off allows ~5e-4) to 1e-3 of their largest."""
+def test_newton_steps_reach_the_qp_optimum(data, route, monkeypatch):
+    """cs_qp (NumPy) and _cs_ipm (compiled) on 70 scaled rows against cvxopt on the same dual in beta (bounds and
+    per-sample sums): the same objective to 1e-6, the same class weights (unique: the objective is 1-strongly convex
+    in W, so |W - W*|^2 <= 2 (f - f*): an objective 1e-7 off allows ~5e-4) to 1e-3 of their largest."""
     X, y = (load_iris if data == "iris" else load_wine)(return_X_y=True)
     idx = np.random.default_rng(0).choice(y.shape[0], 70, replace=False)
     X, y = X[idx] / X.std(axis=0), y[idx]
@@ -71,7 +72,10 @@ def test_newton_steps_reach_the_qp_optimum(data):
     V = np.hstack([X, np.ones((70, 1))])
     C = np.full(70, 1.0)
     C[::5] = 3.0
-    beta, steps = cs_ipm.cs_qp(V, y, k, C)
+    if route == "numpy":
+        monkeypatch.setattr(cs_ipm, "COMPILED", False)
+    assert cs_ipm._compiled(70, k, V.shape[1]) == (route == "compiled")
+    beta, steps = cs_ipm._interior(V, y, k, C, -1.0)
     assert beta is not None and steps < 40
     beta = cs_ipm._feasible(beta, C)
     # the reference: U^T explicit, H = U U^T, G = [-I; per-sample sums]
