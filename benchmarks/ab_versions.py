@@ -12,9 +12,10 @@ Every variant is fitted once untimed (compilation), then ``--repeat`` times, bas
 the table gives medians, head / base, and the largest difference of the objectives (and, with
 ``--probability``, of ``predict_proba`` on the first 2000 rows).  Data: bench_divide's generators (xor,
 mix20, skin, ijcnn1 pooled) and bench_probability's loaders (every set of datasets.py, pendigits, usps).
-``--linear dual|primal|hinge|cs`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual, hinge and
-Crammer-Singer 0.1, primal 0.01); ``--linear svr-l1`` ``LinearSVR(loss='epsilon_insensitive', epsilon=0)`` on
-sweep_linear's planted target over a set's rows (``reg_<set>``).
+``--linear dual|primal|hinge|cs|l1`` times ``LinearSVC`` instead (bench_linear's sets, C and tol: dual, hinge and
+Crammer-Singer 0.1, primal and the L1 penalty 0.01); ``--linear svr-l1``
+``LinearSVR(loss='epsilon_insensitive', epsilon=0)`` on sweep_linear's planted target over a set's rows
+(``reg_<set>``).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def main():
     ap.add_argument("--probability", action="store_true", help="time probability=True beside the plain fit")
     ap.add_argument(
         "--linear",
-        choices=("dual", "primal", "hinge", "cs", "svr-l1"),
+        choices=("dual", "primal", "hinge", "cs", "l1", "svr-l1"),
         help="LinearSVC with this solver instead of SVC (cs: multi_class='crammer_singer'; svr-l1: LinearSVR, "
         "epsilon 0, on a planted target)",
     )
@@ -107,7 +108,9 @@ def main():
             params = dict(loss="epsilon_insensitive", epsilon=0.0, tol=0.1, C=1.0)
         elif a.linear:
             X, y, params = load_linear(a.data)
-            params.update(dual=a.linear != "primal", tol=0.01 if a.linear == "primal" else 0.1)
+            params.update(dual=a.linear not in ("primal", "l1"), tol=0.01 if a.linear in ("primal", "l1") else 0.1)
+            if a.linear == "l1":
+                params.update(penalty="l1")
             if a.linear == "hinge":
                 params.update(loss="hinge")
             if a.linear == "cs":

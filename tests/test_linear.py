@@ -1499,6 +1499,43 @@ def test_l1_solver_keeps_dense_columns_without_indices():
     np.testing.assert_allclose(warm_a.coef_, warm_b.coef_, rtol=0, atol=1e-12)
 
 
+def test_l1_solver_reads_full_csc_columns_without_indices():
+    """Columns holding every row (covlike's numeric columns beside one-hot ones: the input stays CSC) are read by
+    the epochs as the dense layout, the others through their row indices: the same problem, so LIBLINEAR's optimum
+    at a tight tol (objective within 1e-5, predictions equal); and dense input below half nonzeros is transposed
+    to the same CSC arrays as scipy's."""
+    from maxmargin.solvers import cd_l1
+
+    rng = np.random.default_rng(11)
+    n = 600
+    num = rng.normal(size=(n, 4)) * [3.0, 1.0, 0.5, 2.0] + [5.0, -1.0, 0.0, 2.0]
+    num[num == 0.0] = 1.0
+    hot = np.zeros((n, 20))
+    hot[np.arange(n), rng.integers(0, 20, n)] = 1.0
+    X = np.hstack([hot[:, :10], num, hot[:, 10:]])
+    y = np.where(num[:, 0] - 5.0 + 0.5 * hot[:, 3] + rng.normal(size=n) > 0, 1, -1)
+    cdata, cind, cptr = cd_l1.to_columns(X, 1.0)
+    assert not cd_l1.is_dense_layout(cdata, cind)
+    assert int(np.sum(np.diff(cptr) == n)) == 5  # four numeric columns and the bias
+    Xc = sp.hstack([sp.csc_matrix(X), sp.csc_matrix(np.ones((n, 1)))], format="csc")
+    for a, b in zip((cdata, cind, cptr), (Xc.data, Xc.indices, Xc.indptr)):
+        np.testing.assert_array_equal(a, b)
+    for dtype in (np.float32, np.int64):
+        got = cd_l1.to_columns((X * 4).astype(dtype), 0.0)
+        ref = sp.csc_matrix((X * 4).astype(dtype).astype(np.float64))
+        for a, b in zip(got, (ref.data, ref.indices, ref.indptr)):
+            np.testing.assert_array_equal(a, b)
+    for Xin in (X, sp.csr_matrix(X)):
+        est = LinearSVC(penalty="l1", dual=False, C=0.5, tol=1e-7, max_iter=100000, random_state=0).fit(Xin, y)
+        m = _liblinear(X, y, 5, C=0.5, eps=1e-7)
+        ll_w = np.array(m.get_decfun()[0])
+        ll_b = m.get_decfun()[1]
+        ours = primal_svc("l1", "squared_hinge", "ovr", X, y, est.coef_, est.intercept_, 0.5)
+        theirs = primal_svc("l1", "squared_hinge", "ovr", X, y, ll_w[None, :], np.array([ll_b]), 0.5)
+        assert _rel(ours[0], theirs[0]) < 1e-5, (ours, theirs)
+        assert _agree(est.predict(X), np.where(X @ ll_w + ll_b > 0, 1, -1)) >= 0.995
+
+
 def test_l1_solver_drops_columns_stored_nowhere(monkeypatch):
     """Features stored in no row (hashed or vocabulary-sized data) are left out of the L1 solver's epochs: their
     weights stay 0 and the model is the one the solver reaches with them (same objective, same predictions),

@@ -118,6 +118,7 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
     ``p - cindptr[j]``, ``cindices`` unused).  istate = [active_size, iteration]; fstate = [Gmax_old,
     Gnorm1_init, violation]. Returns 0 when converged."""
     m = w.shape[0]
+    n_rows = uint64(b.shape[0])
     active = istate[0]
     g_max_old = fstate[0]
     g_norm1_init = fstate[1]
@@ -150,13 +151,17 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
                     _prefetch(b, cindices[p])
             lo = uint64(cindptr[j])
             hi = uint64(cindptr[j + 1])
+            # a CSC column holding every row holds them in order, each once (to_columns of canonical rows): read it
+            # as the dense layout, with no row indices (covlike, 60,000 x 54, 11 full columns of 55: the L1 fit
+            # 0.52 -> 0.26 s; the gather of b through the row indices is not vectorised)
+            full = dense or hi - lo == n_rows
             if hi - lo >= LONG_COLUMN:
-                G, H = _column_sums(zdata, cindices, b, lo, hi, dense)
+                G, H = _column_sums(zdata, cindices, b, lo, hi, full)
             else:
                 G = 0.0
                 H = 0.0
                 for p in range(lo, hi):
-                    bi = b[p - lo if dense else uint64(cindices[p])]
+                    bi = b[p - lo if full else uint64(cindices[p])]
                     v = zdata[p]
                     G += v * max(bi, 0.0)
                     H += v * v if bi > 0.0 else 0.0
@@ -197,23 +202,23 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
             # bound already passes the test, the step is taken without a pass over the column (LIBLINEAR's rule)
             if xj_sq[j] * d * d + G * d + abs(wj + d) - abs(wj) <= sigma * delta:
                 for p in range(lo, uint64(cindptr[j + 1])):
-                    b[p - lo if dense else uint64(cindices[p])] -= d * zdata[p]
+                    b[p - lo if full else uint64(cindices[p])] -= d * zdata[p]
                 w[j] = wj + d
                 s += 1
                 continue
             for _ls in range(20):
                 if hi - lo >= LONG_COLUMN:
-                    dl = _loss_change(zdata, cindices, b, lo, hi, dense, d)
+                    dl = _loss_change(zdata, cindices, b, lo, hi, full, d)
                 else:
                     dl = 0.0
                     for p in range(lo, hi):
-                        bi = b[p - lo if dense else uint64(cindices[p])]
+                        bi = b[p - lo if full else uint64(cindices[p])]
                         nb = max(bi - d * zdata[p], 0.0)
                         bi = max(bi, 0.0)
                         dl += nb * nb - bi * bi
                 if dl + abs(wj + d) - abs(wj) <= sigma * delta:
                     for p in range(lo, uint64(cindptr[j + 1])):
-                        b[p - lo if dense else uint64(cindices[p])] -= d * zdata[p]
+                        b[p - lo if full else uint64(cindices[p])] -= d * zdata[p]
                     w[j] = wj + d
                     break
                 d *= 0.5
@@ -335,7 +340,10 @@ def to_columns(X, bias):
             F[-1] = float(bias)
         return F.ravel(), np.empty(0, dtype=np.int32), np.arange(0, n * cols + 1, n, dtype=np.int64)
     if not sp.issparse(X):
-        X = sp.csr_matrix(X)
+        X = np.asarray(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        return _dense_columns(np.ascontiguousarray(X), float(bias))
     X = X.tocsr()
     n, nf = X.shape
     parts = _transpose_parts(X.nnz, nf)
@@ -344,6 +352,43 @@ def to_columns(X, bias):
     split = np.maximum.accumulate(np.minimum(split, n))
     transpose = _csr_columns_par if parts > 1 else _csr_columns_ser
     return transpose(X.data, X.indices, X.indptr, n, nf, float(bias), split)
+
+
+@njit(cache=True, nogil=True)
+def _dense_columns(X, bias):
+    """:func:`_csr_columns` of dense rows ``X``, their nonzeros only: one counting and one scattering pass over X.
+    (Through ``scipy.sparse.csr_matrix`` first: covlike's 60,000 x 54 rows, 22% nonzeros, 26 ms of a 520 ms L1
+    fit; here ~5.)"""
+    n, nf = X.shape
+    cptr = np.zeros(nf + 2, dtype=np.int64)
+    for i in range(n):
+        for j in range(nf):
+            if X[i, j] != 0:
+                cptr[j + 2] += 1
+    for j in range(nf):
+        cptr[j + 2] += cptr[j + 1]
+    n_cols = nf + (1 if bias > 0 else 0)
+    pos = cptr[nf + 1]
+    nnz = pos + (n if bias > 0 else 0)
+    cdata = np.empty(nnz)
+    cind = np.empty(nnz, dtype=np.int32)
+    for i in range(n):  # (cptr[j + 1]: column j's next free slot)
+        for j in range(nf):
+            v = X[i, j]
+            if v != 0:
+                p = cptr[j + 1]
+                cdata[p] = v
+                cind[p] = i
+                cptr[j + 1] = p + 1
+    if bias > 0:
+        for i in range(n):
+            cdata[pos + i] = bias
+            cind[pos + i] = i
+    out = np.empty(n_cols + 1, dtype=np.int64)
+    out[: nf + 1] = cptr[: nf + 1]
+    if bias > 0:
+        out[n_cols] = nnz
+    return cdata, cind, out
 
 
 #: :func:`to_columns` transposes CSR rows on several threads (at most :data:`TRANSPOSE_MAX_PARTS`) when there are
