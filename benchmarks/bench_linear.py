@@ -94,6 +94,9 @@ SETS = (
     "genes",
     "textmeta",
     "emptyrows",
+    # session 41: rows that repeat (Skin_NonSkin: 3 colour values of 0..255; categorical one-hot rows)
+    "skin",
+    "categories",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
@@ -158,6 +161,10 @@ def load(name):
         ytr = _idx("mnist-train-labels-idx1-ubyte.xz")[:20_000].astype(int)
         Xte = _idx("mnist-t10k-images-idx3-ubyte.xz") / 255.0
         yte = _idx("mnist-t10k-labels-idx1-ubyte.xz").astype(int)
+    elif name == "skin":
+        from datasets import skin
+
+        Xtr, ytr, Xte, yte, _ = skin()
     elif name == "bow":
         Xtr, ytr, Xte, yte = bag_of_words()
     elif name in SETS:

@@ -589,6 +589,29 @@ def emptyrows(seed=6):
     return empty(Xtr), ytr, empty(Xte), yte, dict(C=1.0, gamma=1.0)
 
 
+def categories(n=200_000, n_test=50_000, seed=41):
+    """Categorical rows one-hot encoded (census or click logs): 8 fields of 2 to 12 levels drawn with skewed
+    frequencies, 50 binary CSR columns, 8 ones a row, so rows repeat (27% of the training rows are distinct (x, y));
+    two classes from a noisy sum of per-level effects."""
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    levels = (2, 3, 4, 5, 6, 8, 10, 12)
+    cols, score, start = [], np.zeros(m), 0
+    for k in levels:
+        p = 1.0 / np.arange(1, k + 1) ** 1.6
+        v = rng.choice(k, size=m, p=p / p.sum())
+        score += rng.normal(size=k)[v]
+        cols.append(start + v)
+        start += k
+    indices = np.stack(cols, axis=1).astype(np.int32).ravel()
+    import scipy.sparse as sp
+
+    indptr = np.arange(0, indices.shape[0] + 1, len(levels))
+    X = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr), (m, start))
+    y = (score + 1.5 * rng.normal(size=m) > 0).astype(int)
+    return _split_at(X, y, n)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -625,4 +648,6 @@ LOADERS.update(
     genes=genes,
     textmeta=textmeta,
     emptyrows=emptyrows,
+    # session 41
+    categories=categories,
 )

@@ -226,10 +226,24 @@ def test_box_interior_point_against_reference(rng, monkeypatch):
     # the compiled copy takes the same steps
     c, c_steps, ok = dual_ipm._box_ipm(
         V, p, U, ipm.MAX_NEWTON, ipm.GAP_TOL, ipm.RES_TOL, ipm.STALL_FROM, ipm.STALL_STEPS, -1.0, ipm.REG,
-        ipm.STEP_FRACTION, ipm.TINY,
+        ipm.STEP_FRACTION, ipm.TINY, ipm.MAX_NEWTON,
     )  # fmt: skip
     assert ok and c_steps == steps
     np.testing.assert_allclose(c, a, rtol=1e-6, atol=1e-9)
+    # past a soft limit of 5 steps both go on while their best iterate improves: here to the same end
+    assert steps > 8
+    soft, soft_steps = ipm.interior_point(V, None, p, U, np.zeros(60), 0.0, accept=dual_ipm.ACCEPT, soft_limit=5)
+    assert soft_steps == steps and np.array_equal(soft, a)
+    c2, c2_steps, ok = dual_ipm._box_ipm(
+        V, p, U, ipm.MAX_NEWTON, ipm.GAP_TOL, ipm.RES_TOL, ipm.STALL_FROM, ipm.STALL_STEPS, dual_ipm.ACCEPT, ipm.REG,
+        ipm.STEP_FRACTION, ipm.TINY, 5,
+    )  # fmt: skip
+    assert ok and c2_steps == c_steps and np.array_equal(c2, c)
+    # ... and end where it does not: a soft limit of 5 with a hard one of 6 steps, far from converged, fails
+    assert dual_ipm._box_ipm(
+        V, p, U, 6, ipm.GAP_TOL, ipm.RES_TOL, ipm.STALL_FROM, ipm.STALL_STEPS, dual_ipm.ACCEPT, ipm.REG,
+        ipm.STEP_FRACTION, ipm.TINY, 5,
+    )[2] is False  # fmt: skip
     for compiled in (False, True):
         monkeypatch.setattr(dual_ipm, "COMPILED", compiled)
         b, _ = dual_ipm.box_qp(V, p, U)

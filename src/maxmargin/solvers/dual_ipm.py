@@ -75,6 +75,12 @@ ACCEPT = 1e-6
 #: within this, or within ``tol`` where that is smaller; else the epochs start from it.  (The epochs' own results at
 #: LIBLINEAR's tol 0.1: a9a 2.2e-4, ijcnn1 1.5e-4, text2 4.7e-3.)
 GAP_ACCEPT = 1e-5
+#: the interior point runs up to :data:`~.ipm.MAX_NEWTON` Newton steps, and on to EXTENDED_NEWTON while its best
+#: iterate is recent or its duality gap still falls (:func:`~.ipm.interior_point`'s ``soft_limit``).  Skin_NonSkin's
+#: 100,000 unscaled rows (0..255, rank 4): the merit stays at the start's for ~55 steps while the gap falls, then the
+#: run converges by step ~70; at 60 both scales failed, and the hinge loss's epochs ran on to max_iter at 1.6x the
+#: optimum (7.4 s; now 0.7 s).  covlike7's last one-vs-rest problem: its best iterate improves slowly to step 104.
+EXTENDED_NEWTON = 2 * ipm.MAX_NEWTON
 #: the compiled interior point (:func:`_box_ipm`) for at most COMPILED_MAX_K columns and COMPILED_MAX of n k^2
 #: (session 39, ms, NumPy -> compiled: 200 x 21 rows 17.5 -> 0.5, 450 x 31 8.0 -> 1.7, 1,400 x 65 29 -> 16,
 #: 15,000 x 17 42 -> 28, 60,000 x 55 1,177 -> 1,018; but 300 x 300 25 -> 62: its Cholesky factor is a plain loop)
@@ -195,7 +201,9 @@ def _longest_step(x, dx):
 
 
 @njit(cache=True, nogil=True)
-def _box_ipm(V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, accept, reg_factor, fraction, tiny):
+def _box_ipm(
+    V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, accept, reg_factor, fraction, tiny, soft_limit
+):
     r""":func:`~maxmargin.solvers.ipm.interior_point` with ``y`` None (the box :math:`0 \le a \le U`, ``U``
     finite) and no shift, compiled: the same predictor-corrector steps, stall and accept rules.  One Newton step of
     the Python version makes ~40 NumPy calls, ~0.3 ms on small problems (breast cancer's 450 x 31: 26 steps, 8 ms);
@@ -214,6 +222,7 @@ def _box_ipm(V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, acc
         top = max(top, q)
     reg = reg_factor * top
     best_merit, best_a, best_step = np.inf, a.copy(), 0
+    gaps = np.full(max_newton + 1, np.inf)
     Vs = np.empty((n, k))
     W = np.empty((n, k))
     steps = 0
@@ -235,6 +244,10 @@ def _box_ipm(V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, acc
             best_merit, best_a, best_step = merit, a.copy(), steps
         elif best_merit <= stall_from and steps - best_step >= stall_steps:
             return best_a, steps, True
+        gaps[steps] = gap
+        falls = gap <= ipm.GAP_FALL * gaps[max(steps - stall_steps, 0)]
+        if steps > soft_limit and steps - best_step >= stall_steps and not falls:
+            break  # past soft_limit only while the best iterate or the gap improves (see EXTENDED_NEWTON)
         mu = gap / (2.0 * n)
         Ei = 1.0 / (z / a + w / s + reg)
         for i in range(n):
@@ -271,7 +284,7 @@ def _box_ipm(V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, acc
             return a, steps, False
     if accept >= 0.0:
         return best_a, steps, best_merit <= accept
-    return a, steps, True
+    return (best_a if steps < max_newton else a), steps, True
 
 
 def _interior(V, p, U):
@@ -285,7 +298,7 @@ def _interior(V, p, U):
                 np.ascontiguousarray(V, dtype=np.float64),
                 np.ascontiguousarray(p, dtype=np.float64),
                 np.ascontiguousarray(U, dtype=np.float64),
-                ipm.MAX_NEWTON,
+                EXTENDED_NEWTON,
                 GAP_TOL,
                 ipm.RES_TOL,
                 STALL_FROM,
@@ -294,10 +307,21 @@ def _interior(V, p, U):
                 ipm.REG,
                 ipm.STEP_FRACTION,
                 ipm.TINY,
+                ipm.MAX_NEWTON,
             )
         return (a if ok else None), steps
     return ipm.interior_point(
-        V, None, p, U, np.zeros(U.shape[0]), 0.0, gap_tol=GAP_TOL, stall_from=STALL_FROM, accept=ACCEPT
+        V,
+        None,
+        p,
+        U,
+        np.zeros(U.shape[0]),
+        0.0,
+        max_newton=EXTENDED_NEWTON,
+        gap_tol=GAP_TOL,
+        stall_from=STALL_FROM,
+        accept=ACCEPT,
+        soft_limit=ipm.MAX_NEWTON,
     )
 
 
@@ -329,7 +353,7 @@ def box_qp(V, p, U):
             value = 0.5 * float(t @ t) + float(p @ a)
             if best is None or value < best[0]:
                 best = (value, a)
-        if a is not None and k < ipm.MAX_NEWTON:
+        if a is not None and k < EXTENDED_NEWTON:
             break
     return (None if best is None else best[1]), steps
 
