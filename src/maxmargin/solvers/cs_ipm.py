@@ -51,6 +51,7 @@ from .dual_cd import LinearFit
 from .dual_ipm import (
     ACCEPT,
     ESTIMATED_STEPS,
+    EXTENDED_NEWTON,
     FLOP_RATE,
     GAP_TOL,
     STALL_FROM,
@@ -63,6 +64,7 @@ from .dual_ipm import (
     signed_rows,
 )
 from .dual_primal import DUAL_EPOCHS, StallWatch, look_every
+from .ipm import GAP_FALL
 
 #: the interior point is offered only where :math:`n k r` (the rows of its rank-n update, :func:`_newton_matrix`) is
 #: at most MAX_VALUES and :math:`kr` (``M``'s order) at most MAX_ORDER
@@ -131,7 +133,7 @@ def _apply_binv(r, u, gamma):
     return t - (gamma * t.sum(axis=1))[:, None] * u
 
 
-def cs_qp(V, y, k, C, p=-1.0, max_newton=ipm.MAX_NEWTON):
+def cs_qp(V, y, k, C, p=-1.0, max_newton=EXTENDED_NEWTON, soft_limit=ipm.MAX_NEWTON):
     r"""The interior point for the dual of the module docstring with rows ``V`` (n, r; the bias column included),
     class indices ``y``, per-sample ``C`` > 0 and the linear coefficient ``p`` of every :math:`\beta` (-1; the
     scaled problem passes -1 / scale).  Returns ``(beta (n, k - 1) or None, steps)``: None where it failed (a
@@ -149,6 +151,7 @@ def cs_qp(V, y, k, C, p=-1.0, max_newton=ipm.MAX_NEWTON):
     top = float(np.einsum("ij,ij->i", V, V).max()) if n else 0.0
     reg = ipm.REG * max(top, 1.0)
     best = (np.inf, beta.copy(), 0)
+    gaps = [np.inf]
     groups = [np.flatnonzero(y == c) for c in range(k)]
 
     def solve(rhs, u, gamma, factor):
@@ -192,6 +195,10 @@ def cs_qp(V, y, k, C, p=-1.0, max_newton=ipm.MAX_NEWTON):
             best = (merit, beta.copy(), steps)
         elif best[0] <= STALL_FROM and steps - best[2] >= ipm.STALL_STEPS:
             return best[1], steps
+        gaps.append(gap)
+        falls = len(gaps) <= ipm.STALL_STEPS or gap <= ipm.GAP_FALL * gaps[-1 - ipm.STALL_STEPS]
+        if steps > soft_limit and steps - best[2] >= ipm.STALL_STEPS and not falls:
+            break  # past soft_limit only while the best iterate or the gap improves (dual_ipm.EXTENDED_NEWTON)
         mu = gap / n_con
         u = 1.0 / (z / beta + reg)
         c = zeta / s
@@ -346,6 +353,7 @@ def _cs_ipm(
     tiny,
     refine,
     refine_from,
+    soft_limit,
 ):
     r""":func:`cs_qp` compiled: the same predictor-corrector steps, refinement, stall and accept rules.  A Newton step
     of :func:`cs_qp` makes ~250 NumPy calls (~0.4 ms: 200 x 21 rows, 2 classes, 14 steps in 6 ms); here the same
@@ -375,6 +383,8 @@ def _cs_ipm(
     q = np.empty((n, k))
     rp = np.empty(n)
     best_merit, best_beta, best_step = np.inf, beta.copy(), 0
+    gaps = np.full(max_newton + 1, np.inf)
+    fall = GAP_FALL
     steps = 0
     for steps in range(1, max_newton + 1):
         for i in range(n):
@@ -399,6 +409,10 @@ def _cs_ipm(
             best_merit, best_beta, best_step = merit, beta.copy(), steps
         elif best_merit <= stall_from and steps - best_step >= stall_steps:
             return best_beta, steps, True
+        gaps[steps] = gap
+        falls = gap <= fall * gaps[max(steps - stall_steps, 0)]
+        if steps > soft_limit and steps - best_step >= stall_steps and not falls:
+            break  # past soft_limit only while the best iterate or the gap improves (as cs_qp)
         mu = gap / (n * k)
         u = 1.0 / (z / beta + reg)
         c = zeta / s
@@ -494,7 +508,7 @@ def _interior(V, y, k, C, p):
             np.ascontiguousarray(_others(y, k), dtype=np.int64),
             np.ascontiguousarray(C, dtype=np.float64),
             float(p),
-            ipm.MAX_NEWTON,
+            EXTENDED_NEWTON,
             GAP_TOL,
             ipm.RES_TOL,
             STALL_FROM,
@@ -505,6 +519,7 @@ def _interior(V, y, k, C, p):
             ipm.TINY,
             REFINE,
             REFINE_FROM,
+            ipm.MAX_NEWTON,
         )
     return (beta if ok else None), steps
 
@@ -561,7 +576,7 @@ def scaled_qp(V, y, k, C):
             value = 0.5 * float((W * W).sum()) - float(beta.sum())
             if best is None or value < best[0]:
                 best = (value, beta)
-        if beta is not None and used < ipm.MAX_NEWTON:
+        if beta is not None and used < EXTENDED_NEWTON:
             break
     return (None if best is None else best[1]), steps
 
