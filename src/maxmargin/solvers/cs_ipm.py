@@ -50,21 +50,25 @@ from . import crammer_singer, ipm
 from .dual_cd import LinearFit
 from .dual_ipm import (
     ACCEPT,
+    CONVERGED,
     ESTIMATED_STEPS,
     EXTENDED_NEWTON,
     FLOP_RATE,
     GAP_TOL,
+    NO_PROGRESS,
     STALL_FROM,
+    STALLED,
     STEP_SECONDS_COMPILED,
     _cho_solve,
     _cholesky,
     _finish,
     _longest_step,
+    compiled_rules,
     scales_to_try,
     signed_rows,
+    step_rule,
 )
 from .dual_primal import DUAL_EPOCHS, StallWatch, look_every
-from .ipm import GAP_FALL
 
 #: the interior point is offered only where :math:`n k r` (the rows of its rank-n update, :func:`_newton_matrix`) is
 #: at most MAX_VALUES and :math:`kr` (``M``'s order) at most MAX_ORDER
@@ -384,7 +388,6 @@ def _cs_ipm(
     rp = np.empty(n)
     best_merit, best_beta, best_step = np.inf, beta.copy(), 0
     gaps = np.full(max_newton + 1, np.inf)
-    fall = GAP_FALL
     steps = 0
     for steps in range(1, max_newton + 1):
         for i in range(n):
@@ -402,17 +405,17 @@ def _cs_ipm(
         gap = (beta * z).sum() + s @ zeta
         obj = 0.5 * (W * W).sum() + p * beta.sum()
         res = np.abs(rd).max() / max(1.0, np.abs(g).max()) + np.abs(rp).max() / cmax
-        if gap <= gap_tol * max(1.0, abs(obj)) and res <= res_tol:
+        verdict, merit = step_rule(
+            steps, gap, obj, res, gaps, best_merit, best_step, gap_tol, res_tol, stall_from, stall_steps, soft_limit
+        )
+        if verdict == CONVERGED:
             return beta, steps, True
-        merit = gap / max(1.0, abs(obj)) + res
+        if verdict == STALLED:
+            return best_beta, steps, True
+        if verdict == NO_PROGRESS:
+            break
         if merit < best_merit:
             best_merit, best_beta, best_step = merit, beta.copy(), steps
-        elif best_merit <= stall_from and steps - best_step >= stall_steps:
-            return best_beta, steps, True
-        gaps[steps] = gap
-        falls = gap <= fall * gaps[max(steps - stall_steps, 0)]
-        if steps > soft_limit and steps - best_step >= stall_steps and not falls:
-            break  # past soft_limit only while the best iterate or the gap improves (as cs_qp)
         mu = gap / (n * k)
         u = 1.0 / (z / beta + reg)
         c = zeta / s
@@ -509,14 +512,7 @@ def _interior(V, y, k, C, p):
             np.ascontiguousarray(C, dtype=np.float64),
             float(p),
             EXTENDED_NEWTON,
-            GAP_TOL,
-            ipm.RES_TOL,
-            STALL_FROM,
-            ipm.STALL_STEPS,
-            ACCEPT,
-            ipm.REG,
-            ipm.STEP_FRACTION,
-            ipm.TINY,
+            *compiled_rules(),
             REFINE,
             REFINE_FROM,
             ipm.MAX_NEWTON,

@@ -200,6 +200,32 @@ def _longest_step(x, dx):
     return t
 
 
+#: :func:`step_rule`'s verdicts
+GO_ON, CONVERGED, STALLED, NO_PROGRESS = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, inline="always")
+def step_rule(steps, gap, obj, res, gaps, best_merit, best_step, gap_tol, res_tol, stall_from, stall_steps, soft_limit):
+    """The compiled interior points' test after a step's residuals (:func:`_box_ipm`, :func:`~.cs_ipm._cs_ipm`; as
+    :func:`~.ipm.interior_point`): ``(verdict, merit)``.  CONVERGED: gap and residual within tolerance; STALLED:
+    the best iterate (relative gap plus residual within ``stall_from``) is ``stall_steps`` old; NO_PROGRESS: past
+    ``soft_limit`` steps the best iterate is ``stall_steps`` old and the gap did not fall to
+    :data:`~.ipm.GAP_FALL` of its value ``stall_steps`` before (``gaps``: the steps' gaps, written here); else
+    GO_ON (the caller keeps the iterate where ``merit`` beats ``best_merit``)."""
+    if gap <= gap_tol * max(1.0, abs(obj)) and res <= res_tol:
+        return CONVERGED, 0.0
+    merit = gap / max(1.0, abs(obj)) + res
+    gaps[steps] = gap
+    if merit < best_merit:
+        return GO_ON, merit
+    if best_merit <= stall_from and steps - best_step >= stall_steps:
+        return STALLED, merit
+    falls = gap <= ipm.GAP_FALL * gaps[max(steps - stall_steps, 0)]
+    if steps > soft_limit and steps - best_step >= stall_steps and not falls:
+        return NO_PROGRESS, merit
+    return GO_ON, merit
+
+
 @njit(cache=True, nogil=True)
 def _box_ipm(
     V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, accept, reg_factor, fraction, tiny, soft_limit
@@ -237,17 +263,17 @@ def _box_ipm(
         obj = 0.5 * (a @ (g + p))
         rscale = max(scale, np.abs(g).max())
         res = np.abs(rd).max() / rscale
-        if gap <= gap_tol * max(1.0, abs(obj)) and res <= res_tol:
+        verdict, merit = step_rule(
+            steps, gap, obj, res, gaps, best_merit, best_step, gap_tol, res_tol, stall_from, stall_steps, soft_limit
+        )
+        if verdict == CONVERGED:
             return a, steps, True
-        merit = gap / max(1.0, abs(obj)) + res
+        if verdict == STALLED:
+            return best_a, steps, True
+        if verdict == NO_PROGRESS:
+            break
         if merit < best_merit:
             best_merit, best_a, best_step = merit, a.copy(), steps
-        elif best_merit <= stall_from and steps - best_step >= stall_steps:
-            return best_a, steps, True
-        gaps[steps] = gap
-        falls = gap <= ipm.GAP_FALL * gaps[max(steps - stall_steps, 0)]
-        if steps > soft_limit and steps - best_step >= stall_steps and not falls:
-            break  # past soft_limit only while the best iterate or the gap improves (see EXTENDED_NEWTON)
         mu = gap / (2.0 * n)
         Ei = 1.0 / (z / a + w / s + reg)
         for i in range(n):
@@ -287,6 +313,12 @@ def _box_ipm(
     return (best_a if steps < max_newton else a), steps, True
 
 
+def compiled_rules():
+    """The stopping and step rules the compiled interior points take after ``max_newton`` (:func:`_box_ipm`,
+    :func:`~.cs_ipm._cs_ipm`): gap and residual tolerances, stall, accept, regularisation, step fraction, floor."""
+    return GAP_TOL, ipm.RES_TOL, STALL_FROM, ipm.STALL_STEPS, ACCEPT, ipm.REG, ipm.STEP_FRACTION, ipm.TINY
+
+
 def _interior(V, p, U):
     """:func:`_box_ipm` (compiled) where a Newton step's arithmetic is small (:data:`COMPILED_MAX`), else
     :func:`~maxmargin.solvers.ipm.interior_point` (NumPy and BLAS's rank-n update).  Returns ``(a or None,
@@ -299,14 +331,7 @@ def _interior(V, p, U):
                 np.ascontiguousarray(p, dtype=np.float64),
                 np.ascontiguousarray(U, dtype=np.float64),
                 EXTENDED_NEWTON,
-                GAP_TOL,
-                ipm.RES_TOL,
-                STALL_FROM,
-                ipm.STALL_STEPS,
-                ACCEPT,
-                ipm.REG,
-                ipm.STEP_FRACTION,
-                ipm.TINY,
+                *compiled_rules(),
                 ipm.MAX_NEWTON,
             )
         return (a if ok else None), steps
