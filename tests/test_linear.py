@@ -1499,12 +1499,15 @@ def test_l1_solver_keeps_dense_columns_without_indices():
     np.testing.assert_allclose(warm_a.coef_, warm_b.coef_, rtol=0, atol=1e-12)
 
 
-def test_l1_solver_reads_full_csc_columns_without_indices():
+def test_l1_solver_reads_full_csc_columns_without_indices(monkeypatch):
     """Columns holding every row (covlike's numeric columns beside one-hot ones: the input stays CSC) are read by
     the epochs as the dense layout, the others through their row indices: the same problem, so LIBLINEAR's optimum
-    at a tight tol (objective within 1e-5, predictions equal); and dense input below half nonzeros is transposed
-    to the same CSC arrays as scipy's."""
+    at a tight tol (objective within 1e-5, predictions equal); dense input below half nonzeros is transposed to the
+    same CSC arrays as scipy's; and columns of at least FULL_COLUMN_SHARE of the rows are written out whole (their
+    zeros explicit: the same matrix), with the same fit to rounding."""
     from maxmargin.solvers import cd_l1
+
+    monkeypatch.setattr(cd_l1, "FULL_COLUMN_SHARE", 2.0)  # (first: no column written out)
 
     rng = np.random.default_rng(11)
     n = 600
@@ -1525,15 +1528,28 @@ def test_l1_solver_reads_full_csc_columns_without_indices():
         ref = sp.csc_matrix((X * 4).astype(dtype).astype(np.float64))
         for a, b in zip(got, (ref.data, ref.indices, ref.indptr)):
             np.testing.assert_array_equal(a, b)
-    for Xin in (X, sp.csr_matrix(X)):
-        est = LinearSVC(penalty="l1", dual=False, C=0.5, tol=1e-7, max_iter=100000, random_state=0).fit(Xin, y)
-        m = _liblinear(X, y, 5, C=0.5, eps=1e-7)
-        ll_w = np.array(m.get_decfun()[0])
-        ll_b = m.get_decfun()[1]
-        ours = primal_svc("l1", "squared_hinge", "ovr", X, y, est.coef_, est.intercept_, 0.5)
-        theirs = primal_svc("l1", "squared_hinge", "ovr", X, y, ll_w[None, :], np.array([ll_b]), 0.5)
-        assert _rel(ours[0], theirs[0]) < 1e-5, (ours, theirs)
-        assert _agree(est.predict(X), np.where(X @ ll_w + ll_b > 0, 1, -1)) >= 0.995
+    Xh = X.copy()
+    Xh[::3, 12] = 0.0  # a numeric column with a third of its rows zero
+    m = _liblinear(X, y, 5, C=0.5, eps=1e-7)
+    ll_w = np.array(m.get_decfun()[0])
+    ll_b = m.get_decfun()[1]
+    theirs = primal_svc("l1", "squared_hinge", "ovr", X, y, ll_w[None, :], np.array([ll_b]), 0.5)
+    fits = {}
+    for share in (2.0, 0.5):
+        monkeypatch.setattr(cd_l1, "FULL_COLUMN_SHARE", share)
+        full = int(np.sum(np.diff(cd_l1.to_columns(Xh, 1.0)[2]) == n))
+        assert full == (4 if share > 1 else 5)
+        for Xin in (X, sp.csr_matrix(X), Xh):
+            est = LinearSVC(penalty="l1", dual=False, C=0.5, tol=1e-7, max_iter=100000, random_state=0).fit(Xin, y)
+            fits[share, Xin is Xh] = est.coef_
+            if Xin is Xh:
+                continue
+            ours = primal_svc("l1", "squared_hinge", "ovr", X, y, est.coef_, est.intercept_, 0.5)
+            assert _rel(ours[0], theirs[0]) < 1e-5, (ours, theirs)
+            assert _agree(est.predict(X), np.where(X @ ll_w + ll_b > 0, 1, -1)) >= 0.995
+    np.testing.assert_allclose(fits[0.5, True], fits[2.0, True], rtol=1e-6, atol=1e-9)
+    cols = cd_l1._with_full_columns(*cd_l1.to_columns(Xh, 0.0), n, 1)  # (every column whole: the same matrix)
+    np.testing.assert_array_equal(sp.csc_matrix(cols, shape=(n, 24)).toarray(), Xh)
 
 
 def test_l1_solver_drops_columns_stored_nowhere(monkeypatch):
