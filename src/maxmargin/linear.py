@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import functools
 import numbers
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
@@ -69,7 +68,7 @@ from sklearn.utils.validation import validate_data
 
 from . import labels
 from ._ready import canonical_csr, ready_xy
-from ._threads import one_blas_thread
+from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
 from .solvers import cd_l1, cs_ipm, dual_cd, dual_ipm, dual_primal, tron
 from .solvers._linear_common import linear_data
@@ -321,8 +320,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             return 1
         if n_rows is not None and n_rows * n_problems < THREADS_MIN_WORK:
             return 1  # a thread pool for problems this small costs more than it saves
-        cores = os.cpu_count() or 1
-        limit = cores if self.n_jobs is None else int(self.n_jobs)
+        limit = cores() if self.n_jobs is None else int(self.n_jobs)
         return max(1, min(limit, n_problems))
 
     def _async_threads(self, n_problems):
@@ -335,10 +333,12 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
 
     def _split_threads(self, n_problems):
         """Threads offered to one binary dual CD problem for the split epochs (``dual_split``: reproducible, so
-        seeded fits use them too): ``n_jobs`` (the cores when unset) for a single problem, else 1."""
+        seeded fits use them too): ``n_jobs`` (the cores when unset: :func:`~maxmargin._threads.cores`, the ones
+        this process may run on; ``os.cpu_count`` took ~6 us a call here, a fit's fixed cost) for a single problem,
+        else 1."""
         if n_problems != 1:
             return 1
-        return int(os.cpu_count() or 1) if self.n_jobs is None else int(self.n_jobs)
+        return cores() if self.n_jobs is None else int(self.n_jobs)
 
     def _finish(self, fits, nf, bias, t_start):
         if len(fits) == 1 and np.ndim(fits[0].w) == 2:
