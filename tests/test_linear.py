@@ -1539,6 +1539,8 @@ def test_l1_solver_reads_full_csc_columns_without_indices(monkeypatch):
         monkeypatch.setattr(cd_l1, "FULL_COLUMN_SHARE", share)
         full = int(np.sum(np.diff(cd_l1.to_columns(Xh, 1.0)[2]) == n))
         assert full == (4 if share > 1 else 5)
+        for a, b in zip(cd_l1.to_columns(Xh, 1.0), cd_l1.to_columns(sp.csr_matrix(Xh), 1.0)):
+            np.testing.assert_array_equal(a, b)  # dense rows and CSR rows: the same columns
         for Xin in (X, sp.csr_matrix(X), Xh):
             est = LinearSVC(penalty="l1", dual=False, C=0.5, tol=1e-7, max_iter=100000, random_state=0).fit(Xin, y)
             fits[share, Xin is Xh] = est.coef_
