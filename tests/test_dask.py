@@ -24,6 +24,12 @@ from maxmargin.solvers import divide  # noqa: E402
 DASK = dict(backend="dask", n_parts=4)
 
 
+@pytest.fixture(autouse=True)
+def divide_small_problems(monkeypatch):
+    """Every problem here is divided, small as it is (``divide.DIRECT_BELOW`` would solve it whole, here)."""
+    monkeypatch.setattr(divide, "DIRECT_BELOW", 0)
+
+
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(

@@ -16,6 +16,13 @@ from maxmargin.problem import csvc_problem, nu_svc_problem
 from maxmargin.solvers import divide, smo
 
 
+@pytest.fixture(autouse=True)
+def divide_small_problems(monkeypatch):
+    """These problems have hundreds of rows: below ``DIRECT_BELOW`` the solver would solve them whole, so the
+    tests lower it to 0 (every problem divided); ``test_small_problems_are_solved_whole`` checks the default."""
+    monkeypatch.setattr(divide, "DIRECT_BELOW", 0)
+
+
 def _blobs(rng, n=400, d=3, k=2, sparse=False):
     """Overlapping Gaussian clusters, labels alternating between clusters (several modes per class)."""
     centres = rng.normal(scale=2.5, size=(2 * k, d))
@@ -246,3 +253,77 @@ def test_fused_assignment_equals_the_kernel_blocks(rng, kernel):
     Xs = sp.csr_matrix(np.where(np.abs(X) > 0.7, X, 0.0))
     centres = (part.sample, part.sample_labels, part.centre_sq, 6)
     np.testing.assert_array_equal(divide.assign(Xs, kern, *centres), divide.assign(Xs.toarray(), kern, *centres))
+
+
+def test_small_problems_are_solved_whole(monkeypatch):
+    """Below ``direct_below`` variables (default ``DIRECT_BELOW``) the problem is not divided: one solve by the part
+    solver, reported as one direct global step, with the divided solution's objective and predictions; the early
+    model is not built (the result is the exact one).  A multi-class fit's small pairs go the same way."""
+    monkeypatch.undo()  # the default threshold
+    assert divide.DIRECT_BELOW == 10_000
+    rng = np.random.default_rng(7)
+    X, y = _blobs(rng, n=500, d=3, k=2)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    prob = csvc_problem(X, make_kernel("rbf", gamma=0.3, X=X), ypm, 2.0)
+    whole = divide.solve(prob, tol=1e-8, n_parts=4)
+    assert whole.extra["divide"] == [
+        dict(level=0, parts=1, sizes=[500], support_vectors=int((whole.alpha > 0).sum()), direct=True)
+        | {"seconds": whole.extra["divide"][0]["seconds"]}
+    ]
+    divided = divide.solve(prob, tol=1e-8, n_parts=4, direct_below=0)
+    assert [r["level"] for r in divided.extra["divide"]] == [1, 0]
+    assert "direct" not in divided.extra["divide"][-1]
+    assert abs(whole.objective - divided.objective) <= 1e-6 * abs(divided.objective)
+    assert kkt_violation(prob.q_matrix(), prob.p, ypm, prob.upper, whole.alpha) < 1e-6
+    # just below the threshold it is solved whole, at the threshold divided
+    assert divide.solve(prob, tol=1e-3, n_parts=4, direct_below=501).extra["divide"][0].get("direct")
+    assert len(divide.solve(prob, tol=1e-3, n_parts=4, direct_below=500).extra["divide"]) == 2
+    early = divide.solve(prob, tol=1e-8, n_parts=4, early_stop=1)
+    assert early.status != "early_stop" and "early" not in early.extra
+    np.testing.assert_allclose(early.alpha, whole.alpha, atol=1e-12)
+
+    est = SVC(gamma=0.3, C=2.0, tol=1e-6, solver="divide", solver_options=dict(n_parts=4)).fit(X, y)
+    assert getattr(est, "_early_rho", None) is None
+    ref = SVC(gamma=0.3, C=2.0, tol=1e-6).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    with pytest.raises(ValueError, match="direct_below must be an integer >= 0"):
+        divide.solve(prob, direct_below=-1)
+
+
+def _near_orthogonal(rng, n=800, d=20_000, words=15):
+    """Wide sparse rows of unit norm, nearly orthogonal (as wide text): under the RBF kernel every row is nearest to
+    the most diffuse k-means centre, so one part takes almost every row."""
+    X = sp.random(n, d, density=words / d, random_state=int(rng.integers(1 << 30)), format="csr")
+    X.data[:] = 1.0
+    X = sp.csr_matrix(X.multiply(1.0 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)))))
+    return X, rng.integers(2, size=n)
+
+
+def test_one_part_partition_is_solved_whole(rng, monkeypatch):
+    """A k-means partition with more than ``ONE_PART_SHARE`` of the variables in one part is not used: the problem is
+    solved whole (``largest_part`` in the report), to the reference optimum; ``partition(max_share=)`` refuses it
+    from a probe of ``PROBE_ROWS`` rows before every row is assigned, and leaves a balanced partition as it was."""
+    X, y = _near_orthogonal(rng)
+    kern = make_kernel("rbf", gamma=1.0)
+    part = divide.partition(X, kern, 4, sample_size=200)
+    assert np.bincount(part.labels).max() > 0.9 * X.shape[0]  # the shape this is about
+    ypm = np.where(y == 1, 1.0, -1.0)
+    prob = csvc_problem(X, kern, ypm, 1.0)
+    sol = divide.solve(prob, tol=1e-8, n_parts=4, sample_size=200)
+    (step,) = sol.extra["divide"]
+    assert step["direct"] and step["largest_part"] > divide.ONE_PART_SHARE
+    Q = prob.q_matrix()
+    _, f_ref = qp_reference(Q, prob.p, ypm, prob.upper)
+    assert abs(sol.objective - f_ref) <= 1e-6 * abs(f_ref)
+    assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
+
+    monkeypatch.setattr(divide, "PROBE_ROWS", 50)  # the probe runs from 10 x PROBE_ROWS rows on
+    refused = divide.partition(X, kern, 4, sample_size=200, max_share=divide.ONE_PART_SHARE)
+    assert refused.labels is None and refused.largest > divide.ONE_PART_SHARE
+    Xb, yb = _blobs(np.random.default_rng(2), n=600)
+    kb = make_kernel("rbf", gamma=0.3)
+    plain = divide.partition(Xb, kb, 3, sample_size=200, random_state=1)
+    probed = divide.partition(Xb, kb, 3, sample_size=200, random_state=1, max_share=divide.ONE_PART_SHARE)
+    assert probed.largest is None
+    np.testing.assert_array_equal(probed.labels, plain.labels)
+    assert np.bincount(plain.labels).max() < divide.ONE_PART_SHARE * 600

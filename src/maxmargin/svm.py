@@ -681,6 +681,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         """Whether solver='auto' gives the one-vs-one problem on ``rows`` (of the training data ``X``) to the
         batched solver (which runs on every core: such problems are solved one after the other, never on the
         pairs' threads); :func:`maxmargin.formulations.rows_dear_for_smo` as the fit decides it."""
+        if getattr(self, "solver", "auto") == "divide":
+            return rows.shape[0] >= self._divide_smo_below()
         auto = getattr(self, "solver", "auto") == "auto" and self.kernel != "precomputed" and not callable(self.kernel)
         if auto and formulations.smo_on_gram(X, rows.shape[0], None, self.cache_size):
             return False  # SMO over the pair's whole kernel matrix
@@ -692,6 +694,22 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
     def _pairs_use_smo(self):  # pragma: no cover - per estimator
         return False
+
+    def _divide_smo_below(self):
+        """``solver='divide'``: the problems of fewer rows are solved whole by SMO, not divided (its
+        ``direct_below``, within its part solver's SMO range; :mod:`maxmargin.solvers.divide`); such one-vs-one
+        pairs may share the pairs' threads.  0 for the other solvers."""
+        if getattr(self, "solver", "auto") != "divide":
+            return 0
+        from .solvers import divide
+
+        opts = self.solver_options or {}
+        below = opts.get("direct_below")
+        below = divide.DIRECT_BELOW if below is None else below
+        part = opts.get("part_solver", "auto")
+        if part == "smo":
+            return below
+        return min(below, divide.BATCHED_MIN_N) if part == "auto" else 0
 
     def _pairs_compile(self):
         """Whether this estimator's one-vs-one problems may go to :mod:`maxmargin.solvers.ovo`
@@ -1655,6 +1673,8 @@ class SVC(BaseSVMClassifier):
     def _pairs_use_smo(self):
         if self.solver_options and "callback" in self.solver_options:
             return False
+        if self.solver == "divide":  # its small pairs, solved whole by SMO
+            return self._divide_smo_below() > 0
         return formulations.resolve_solver(self.formulation, self.solver, 1) == "smo"
 
     def _pairs_compile(self):

@@ -60,6 +60,15 @@ Options (``solver_options`` of the estimators)
     Threads of the local backend (default: the cores).
 ``part_solver`` ('auto' | 'smo' | 'batched', default 'auto')
     The solver of the parts and of the global step.
+``direct_below`` (int, default :data:`DIRECT_BELOW`)
+    A problem of fewer variables is not divided: the part solver solves it whole, here
+    (also with ``early_stop`` or ``backend='dask'``; the result is then the exact
+    solution, and ``extra['divide']`` holds the one global step with ``direct=True``).
+    Below ~10,000 rows the partition and the parts cost more than they save: the
+    k-means alone (~50 ms) is dearer than SMO on a one-vs-one pair of a few thousand
+    rows.  ``0`` divides every problem.  A k-means partition with more than
+    :data:`ONE_PART_SHARE` of the variables in one part is not used either: the problem
+    is solved whole (``largest_part`` in the report; wide sparse text does this).
 
 Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size``,
 ``callback``, ``callback_info``, ``time_limit``, ``verbose``, as the other solvers.
@@ -85,6 +94,22 @@ from .base import Solution
 
 #: below this many variables a part is solved by SMO, from it on by the batched solver
 BATCHED_MIN_N = 4000
+#: problems of fewer variables are solved whole (option ``direct_below``).  Measured (session 42, RBF,
+#: tol 1e-3, time of SVC(solver='auto') / time of the divided fit): the 2-D checkerboard of bench_divide 0.26 at
+#: 2,000 rows, 0.68 at 5,000, 1.0 at 10,000, 1.24 at 20,000; its 20-D overlapping mixture 0.32, 0.61, 0.76,
+#: 0.83 (0.80 at 40,000); one-vs-one pairs of pendigits (~1,500 rows) 0.02, letter26 (~1,150) 0.02.
+DIRECT_BELOW = 10_000
+#: a k-means partition that puts more than this share of the variables into one part is not used: the problem
+#: is solved whole (``extra['divide']`` reports ``largest_part``; the k-means of the tabular sets put 13-27% into
+#: their largest of 8 parts, and two parts of 60:40 are usual).  Wide sparse text under the RBF kernel gives
+#: such partitions -- rows nearly orthogonal, every row nearest to the most diffuse centre: rcv1b 92% of its
+#: 20,000 rows in one of 8 parts, realsim 96% of 60,000, news20b 91% -- where the divided fit took 2x the whole
+#: solve (session 42: rcv1b 7.8 against 3.8 s, realsim 18 against 10.5 s); a random partition instead gave parts
+#: with 1.8-2.3x the final support vectors and a global step slower than a cold start (7.2 and 21 s).
+ONE_PART_SHARE = 0.75
+#: rows of the probe that tests a k-means partition's balance before every row is assigned (problems of at least
+#: ten times as many rows)
+PROBE_ROWS = 2000
 #: rows of X per kernel block when assigning rows to the k-means centres
 ASSIGN_BLOCK = 8192
 
@@ -105,6 +130,7 @@ OWN_OPTIONS = (
     "backend",
     "n_jobs",
     "part_solver",
+    "direct_below",
 )
 
 
@@ -120,13 +146,16 @@ class Partition:
     ``labels[i]`` is the part of data row ``i``.  For ``'kmeans'`` also the sample the
     centres are made of (``sample`` its rows of X, ``sample_labels`` their cluster) and
     ``centre_sq[k]`` :math:`= \\tfrac{1}{|S_k|^2}\\sum_{j,l\\in S_k}K(x_j,x_l)`.
+    ``labels`` is None (and ``largest`` set) where :func:`partition`'s ``max_share`` refused it.
     """
 
-    labels: np.ndarray
+    labels: np.ndarray | None
     n_parts: int
     sample: np.ndarray | None = None
     sample_labels: np.ndarray | None = None
     centre_sq: np.ndarray | None = None
+    #: the largest part's share of the probe's rows, where ``max_share`` refused the partition (``labels`` None)
+    largest: float | None = None
 
 
 def _rows(X, rows):
@@ -285,8 +314,11 @@ def _kernel_kmeans_once(Kss, k, rng, n_iter):
     return labels.astype(np.int64)
 
 
-def partition(X, kernel, n_parts, method="kmeans", sample_size=1000, random_state=0, y=None):
-    """Split the rows of ``X`` into ``n_parts`` parts (see the module docstring)."""
+def partition(X, kernel, n_parts, method="kmeans", sample_size=1000, random_state=0, y=None, max_share=None):
+    """Split the rows of ``X`` into ``n_parts`` parts (see the module docstring).  With ``max_share``, a k-means
+    partition is first tried on :data:`PROBE_ROWS` random rows: where more than that share of them go to one part,
+    no row is assigned (``labels`` None, ``largest`` the probe's share; the probe costs a tenth or less of the
+    assignment on the problems it is tried on)."""
     n = X.shape[0]
     rng = np.random.default_rng(random_state)
     n_parts = int(min(n_parts, n))
@@ -305,6 +337,11 @@ def partition(X, kernel, n_parts, method="kmeans", sample_size=1000, random_stat
     Kss = _dense(kernel(S, S))
     sample_labels = kernel_kmeans(Kss, n_parts, rng)
     csq = _centre_sq(Kss, sample_labels, n_parts)
+    if max_share is not None and n >= 10 * PROBE_ROWS:
+        probe = rng.choice(n, size=PROBE_ROWS, replace=False)
+        share = np.bincount(assign(_rows(X, probe), kernel, S, sample_labels, csq, n_parts)).max() / PROBE_ROWS
+        if share > max_share:
+            return Partition(labels=None, n_parts=n_parts, largest=float(share))
     labels = assign(X, kernel, S, sample_labels, csq, n_parts)
     return Partition(
         labels=labels,
@@ -412,6 +449,7 @@ def solve(
     backend="threads",
     n_jobs=None,
     part_solver="auto",
+    direct_below=None,
     tol=1e-3,
     max_iter=-1,
     shrinking=True,
@@ -437,12 +475,24 @@ def solve(
     if backend not in ("threads", "dask"):
         raise DivideError(f"backend must be 'threads' or 'dask', got {backend!r}")
     pick_solver(part_solver, 1)  # checks the name
+    direct_below = DIRECT_BELOW if direct_below is None else _check_int("direct_below", direct_below, 0)
     t0 = time.perf_counter()
+    step = dict(tol=tol, max_iter=max_iter, shrinking=shrinking, cache_size=cache_size, verbose=verbose)
+    step.update(callback=callback, callback_info=callback_info, time_limit=time_limit)
+    if problem.n_var < direct_below:
+        return _whole(problem, part_solver, t0, [], dict(direct=True), step)
     n_data = problem.X.shape[0]
     ydata = np.zeros(n_data)
     ydata[problem.index] = problem.y
-    part = globals()["partition"](problem.X, problem.kernel, n_parts, partition, sample_size, random_state, y=ydata)
-    labels = part.labels[problem.index]  # first-level part of each variable
+    part = globals()["partition"](
+        problem.X, problem.kernel, n_parts, partition, sample_size, random_state, y=ydata, max_share=ONE_PART_SHARE
+    )
+    share = part.largest
+    if part.labels is not None:
+        labels = part.labels[problem.index]  # first-level part of each variable
+        share = np.bincount(labels).max() / problem.n_var
+    if share > ONE_PART_SHARE:  # one part is nearly the problem: dividing cannot pay
+        return _whole(problem, part_solver, t0, [], dict(direct=True, largest_part=float(share)), step)
     if backend == "dask":
         from .. import scaleout
 
@@ -518,31 +568,48 @@ def solve(
             verbose=verbose,
             parts=[(vars_, res[2]) for (_, vars_), res in zip(members, results)] if levels == 1 else None,
         )
-    else:
-        opts = dict(tol=tol, max_iter=max_iter, shrinking=shrinking, cache_size=cache_size, verbose=verbose)
-        if callback is not None:
-            opts["callback"] = callback
-            if callback_info is not None:
-                opts["callback_info"] = callback_info
-        if time_limit is not None:
-            opts["time_limit"] = max(time_limit - (tg - t0), 1e-3)
-        from . import batched
+        return _done(sol, report, tg, {}, verbose)
+    from . import batched
 
-        solver = pick_solver(part_solver, problem.n_var)
-        if solver is batched and levels == 1:  # the parts' gradients cover every variable
-            opts["grad0"] = whole_gradient(problem, alpha, members, results)
-        sol = solver.solve(problem, **opts)
-    report.append(
+    grad0 = None
+    if levels == 1 and pick_solver(part_solver, problem.n_var) is batched:
+        grad0 = whole_gradient(problem, alpha, members, results)  # the parts' gradients cover every variable
+    return _whole(problem, part_solver, t0, report, {}, step, grad0=grad0, tg=tg)
+
+
+def _whole(problem, part_solver, t0, report, flags, step, grad0=None, tg=None):
+    """The global step here (begun at ``tg``): the whole problem by the part solver with the options ``step``,
+    from ``problem.alpha0`` (and the gradient ``grad0`` there, when known); its report entry (level 0) carries
+    ``flags``."""
+    tg = time.perf_counter() if tg is None else tg
+    opts = {k: v for k, v in step.items() if k not in ("callback", "callback_info", "time_limit")}
+    if step["callback"] is not None:
+        opts["callback"] = step["callback"]
+        if step["callback_info"] is not None:
+            opts["callback_info"] = step["callback_info"]
+    if step["time_limit"] is not None:
+        opts["time_limit"] = max(step["time_limit"] - (tg - t0), 1e-3)
+    if grad0 is not None:
+        opts["grad0"] = grad0
+    sol = pick_solver(part_solver, problem.n_var).solve(problem, **opts)
+    return _done(sol, report, tg, flags, step["verbose"])
+
+
+def _done(sol, report, tg, flags, verbose):
+    """``sol`` with the levels' report and the global step's entry in ``extra['divide']``."""
+    report = report + [
         dict(
             level=0,
             parts=1,
-            sizes=[problem.n_var],
+            sizes=[int(sol.alpha.shape[0])],
             support_vectors=int((sol.alpha > 0).sum()),
             seconds=time.perf_counter() - tg,
+            **flags,
         )
-    )
+    ]
     if verbose:
-        print(f"[divide] global solve: {report[-1]['support_vectors']} SVs, {report[-1]['seconds']:.2f}s")
+        how = "direct solve (not divided)" if flags.get("direct") else "global solve"
+        print(f"[divide] {how}: {report[-1]['support_vectors']} SVs, {report[-1]['seconds']:.2f}s")
     extra = dict(sol.extra)
     extra["divide"] = report
     sol.extra = extra
