@@ -131,6 +131,7 @@ def test_not_merged_where_it_does_not_apply(rng):
         SVC(kernel="precomputed"),
         SVC(formulation="l2"),
         SVC(solver="frank_wolfe"),
+        SVC(solver="divide", solver_options=dict(early_stop=1)),  # the routed parts hold the rows as solved
         SVC(kernel=lambda A, B: A @ B.T),
         NuSVC(probability=True),
         NuSVC(kernel="precomputed"),
@@ -138,6 +139,30 @@ def test_not_merged_where_it_does_not_apply(rng):
     ):
         assert not est._merges_duplicates()
     assert SVC()._merges_duplicates() and NuSVC()._merges_duplicates() and NuSVR()._merges_duplicates()
+    assert SVC(solver="batched")._merges_duplicates() and SVC(solver="divide")._merges_duplicates()
+
+
+@pytest.mark.parametrize("solver", ["batched", "divide"])
+def test_batched_and_divide_merge_rows_too(rng, solver, monkeypatch):
+    """The batched and divide solvers solve the merged problem too (session 42: one-hot rows of 8 fields, 200,000
+    rows, 27% distinct: divide 254 -> 13 s), to the unmerged fit's objective and decision function; divide's
+    report counts the merged variables."""
+    from maxmargin.solvers import batched, divide
+
+    monkeypatch.setattr(divide, "DIRECT_BELOW", 0)  # divided, small as it is
+    module = batched if solver == "batched" else divide
+    seen, solve = [], module.solve
+    monkeypatch.setattr(module, "solve", lambda problem, **kw: seen.append(problem.n_var) or solve(problem, **kw))
+    X, y = _repeated(rng)
+    kw = dict(tol=1e-6, solver=solver, solver_options=dict(n_parts=3) if solver == "divide" else None)
+    merged = SVC(**kw).fit(X, y)
+    n_merged = dedup.find(X, y, np.ones(X.shape[0])).keep.shape[0]
+    monkeypatch.setattr(dedup, "MIN_ROWS", 10**9)
+    plain = SVC(**kw).fit(X, y)
+    assert seen == [n_merged, X.shape[0]] and n_merged < X.shape[0] / 2
+    assert merged.objective_[0] == pytest.approx(plain.objective_[0], rel=1e-6)
+    np.testing.assert_allclose(merged.decision_function(X), plain.decision_function(X), atol=1e-4)
+    assert merged.support_.shape[0] <= plain.support_.shape[0] + 5
 
 
 def test_svr_merges_rows_with_the_same_target(rng):

@@ -1662,9 +1662,11 @@ class SVC(BaseSVMClassifier):
         return self.C * weights
 
     def _merges_duplicates(self):
+        early = self.solver == "divide" and (self.solver_options or {}).get("early_stop") is not None
         return (
             self.formulation == "l1"
-            and self.solver in ("auto", "smo", "ipm")
+            and self.solver in ("auto", "smo", "ipm", "batched", "divide")
+            and not early  # the routed model's parts hold the variables as solved
             and not self.probability
             and not self.warm_start
             and self._named_row_kernel()
