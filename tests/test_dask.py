@@ -26,8 +26,10 @@ DASK = dict(backend="dask", n_parts=4)
 
 @pytest.fixture(autouse=True)
 def divide_small_problems(monkeypatch):
-    """Every problem here is divided, small as it is (``divide.DIRECT_BELOW`` would solve it whole, here)."""
+    """Every problem here is divided, small as it is (``divide.DIRECT_BELOW`` would solve it whole, here), whatever
+    kernel mass its parts leave across (``divide.ACROSS_MAX``)."""
     monkeypatch.setattr(divide, "DIRECT_BELOW", 0)
+    monkeypatch.setattr(divide, "ACROSS_MAX", np.inf)
 
 
 @pytest.fixture(scope="module")

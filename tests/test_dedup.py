@@ -149,7 +149,8 @@ def test_batched_and_divide_merge_rows_too(rng, solver, monkeypatch):
     report counts the merged variables."""
     from maxmargin.solvers import batched, divide
 
-    monkeypatch.setattr(divide, "DIRECT_BELOW", 0)  # divided, small as it is
+    monkeypatch.setattr(divide, "DIRECT_BELOW", 0)  # divided, small as it is, whatever its parts leave across
+    monkeypatch.setattr(divide, "ACROSS_MAX", np.inf)
     module = batched if solver == "batched" else divide
     seen, solve = [], module.solve
     monkeypatch.setattr(module, "solve", lambda problem, **kw: seen.append(problem.n_var) or solve(problem, **kw))

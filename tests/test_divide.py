@@ -19,8 +19,11 @@ from maxmargin.solvers import divide, smo
 @pytest.fixture(autouse=True)
 def divide_small_problems(monkeypatch):
     """These problems have hundreds of rows: below ``DIRECT_BELOW`` the solver would solve them whole, so the
-    tests lower it to 0 (every problem divided); ``test_small_problems_are_solved_whole`` checks the default."""
+    tests lower it to 0 (every problem divided), and they divide whatever kernel mass the parts leave across
+    (``ACROSS_MAX``); ``test_small_problems_are_solved_whole`` and ``test_partition_no_better_than_random_is_solved
+    _whole`` check the defaults."""
     monkeypatch.setattr(divide, "DIRECT_BELOW", 0)
+    monkeypatch.setattr(divide, "ACROSS_MAX", np.inf)
 
 
 def _blobs(rng, n=400, d=3, k=2, sparse=False):
@@ -327,3 +330,39 @@ def test_one_part_partition_is_solved_whole(rng, monkeypatch):
     assert probed.largest is None
     np.testing.assert_array_equal(probed.labels, plain.labels)
     assert np.bincount(plain.labels).max() < divide.ONE_PART_SHARE * 600
+
+
+def test_partition_no_better_than_random_is_solved_whole(monkeypatch):
+    """``kernel_across``: 0 where no kernel value joins two parts, ~1 for a random partition, ~1 for k-means on
+    data where every row is near every other; the exact fit then solves the problem whole (``kernel_across`` in the
+    report), the early fit still divides, and a local kernel (well separated clusters) is divided."""
+    rng = np.random.default_rng(5)
+    blocks = np.kron(np.eye(4), np.ones((25, 25)))
+    labels = np.repeat(np.arange(4), 25)
+    assert divide.kernel_across(blocks, labels, 4) == pytest.approx(0.0)
+    assert divide.kernel_across(blocks, rng.permutation(labels), 4) == pytest.approx(1.0, abs=0.1)
+    full = np.ones((100, 100))  # every value the same: any partition leaves the random share across
+    assert divide.kernel_across(full, labels, 4) == pytest.approx(1.0 / (1 - 1 / 4) * (75 / 99))
+
+    X = rng.normal(size=(600, 30))  # 30-D, gamma 'scale': a wide kernel, no clusters
+    y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    kern = make_kernel("rbf", gamma=1.0 / 30)
+    monkeypatch.undo()  # the default ACROSS_MAX
+    assert divide.ACROSS_MAX == 0.8
+    monkeypatch.setattr(divide, "DIRECT_BELOW", 0)
+    assert divide.partition(X, kern, 4, sample_size=300).across > divide.ACROSS_MAX
+    prob = csvc_problem(X, kern, ypm, 1.0)
+    sol = divide.solve(prob, tol=1e-8, n_parts=4, sample_size=300)
+    (step,) = sol.extra["divide"]
+    assert step["direct"] and step["kernel_across"] > divide.ACROSS_MAX
+    Q = prob.q_matrix()
+    assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
+    early = divide.solve(prob, tol=1e-8, n_parts=4, sample_size=300, early_stop=1)
+    assert early.status == "early_stop"
+
+    Xc, yc = _blobs(rng, n=600, d=2, k=2)  # centres 2.5 apart at gamma 2: the kernel is local
+    kc = make_kernel("rbf", gamma=2.0)
+    assert divide.partition(Xc, kc, 4, sample_size=300).across < divide.ACROSS_MAX
+    local = divide.solve(csvc_problem(Xc, kc, np.where(yc == 1, 1.0, -1.0), 1.0), tol=1e-6, n_parts=4)
+    assert [r["level"] for r in local.extra["divide"]] == [1, 0]
