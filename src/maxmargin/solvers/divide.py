@@ -72,7 +72,9 @@ Options (``solver_options`` of the estimators)
     for the exact fit, one whose sample keeps about as much kernel mass across its parts
     as a random partition would (:data:`ACROSS_MAX`, ``kernel_across`` in the report):
     high-dimensional data under a wide kernel, where the parts' solutions are a poor
-    start.  Dividing pays where the kernel is local at the partition's scale.
+    start.  Dividing pays where the kernel is local at the partition's scale.  With
+    ``backend='dask'`` only ``direct_below`` applies (a problem solved whole would be
+    solved here, not on the workers).
 
 Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size``,
 ``callback``, ``callback_info``, ``time_limit``, ``verbose``, as the other solvers.
@@ -533,15 +535,15 @@ def solve(
         sample_size,
         random_state,
         y=ydata,
-        max_share=ONE_PART_SHARE,
-        max_across=ACROSS_MAX if early_stop is None else None,
+        max_share=ONE_PART_SHARE if backend == "threads" else None,
+        max_across=ACROSS_MAX if backend == "threads" and early_stop is None else None,
     )
     if part.labels is None:  # refused: one part nearly the problem, or parts no better than random
         why = dict(largest_part=part.largest) if part.largest is not None else dict(kernel_across=part.across)
         return _whole(problem, part_solver, t0, [], dict(direct=True, **why), step)
     labels = part.labels[problem.index]  # first-level part of each variable
     share = np.bincount(labels).max() / problem.n_var
-    if share > ONE_PART_SHARE:  # one part is nearly the problem: dividing cannot pay
+    if backend == "threads" and share > ONE_PART_SHARE:  # one part is nearly the problem: dividing cannot pay
         return _whole(problem, part_solver, t0, [], dict(direct=True, largest_part=float(share)), step)
     if backend == "dask":
         from .. import scaleout
