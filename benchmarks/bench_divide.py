@@ -3,6 +3,8 @@
     python benchmarks/bench_divide.py                          # mix20 at 100k, every method
     python benchmarks/bench_divide.py --data mix20 --sizes 100000 300000 1000000 --cap 1800
     python benchmarks/bench_divide.py --data xor skin ijcnn1 --methods batched divide early
+    python benchmarks/bench_divide.py --data pendigits letter26 rcv1b realsim mid64 categories --sizes 200000 \
+        --methods auto divide       # shapes: many classes, wide text, wide kernels, repeated rows
 
 Each fit runs in its own process (peak memory is that process's; for Dask, the largest
 worker's), killed after ``--cap`` seconds (reported as '>cap').  A maxmargin fit is timed after an
@@ -14,9 +16,11 @@ untimed warm-up fit of the same method on the first 3000 rows (loading the compi
   xor     2-D checkerboard (4 x 4 cells, labels alternate) with 3% label noise
   skin    Skin_NonSkin (245k x 3; ../shared/data), random split, n training rows
   ijcnn1  ijcnn1 train + test (141,691 x 22) pooled, random split, n training rows
+  any other set of ``datasets.py`` (pendigits, letter26, usps, a9a, rcv1b, realsim, mid64, clicks,
+          categories, ...): its own split and C, gamma, the first n training rows, 20k test rows at most
 
-Methods: batched (SVC solver='batched'), divide (exact), early (divide, early_stop=1, --early-parts),
-dask1 / dask2 (divide on a LocalCluster of 1 / 2 worker processes, 1 thread each),
+Methods: auto (SVC's default solver), batched (SVC solver='batched'), divide (exact), early (divide,
+early_stop=1, --early-parts), dask1 / dask2 (divide on a LocalCluster of 1 / 2 worker processes, 1 thread each),
 sklearn (sklearn.svm.SVC), sklearnex (oneDAL).  RBF kernel, tol=1e-3, cache 200 MB.
 The table gives fit seconds, test accuracy, #SV, the dual objective, peak RSS, and the
 ratios the issue sets targets for (batched/divide, sklearnex/divide, divide/early,
@@ -41,7 +45,7 @@ sys.path.insert(0, str(HERE))
 
 #: rows of the untimed warm-up fit before each maxmargin fit
 WARM_UP_ROWS = 3000
-METHODS = ("batched", "divide", "early", "dask1", "dask2", "sklearn", "sklearnex")
+METHODS = ("auto", "batched", "divide", "early", "dask1", "dask2", "sklearn", "sklearnex")
 N_TEST = 20_000
 
 
@@ -73,6 +77,10 @@ def make_data(name, n, seed=0):
         perm = rng.permutation(X.shape[0])
         n = min(n, X.shape[0] - N_TEST)
         return X[perm[:n]], y[perm[:n]], X[perm[n : n + N_TEST]], y[perm[n : n + N_TEST]], p
+    if name in datasets.LOADERS:
+        Xtr, ytr, Xte, yte, p = datasets.LOADERS[name]()
+        params = {k: p[k] for k in ("C", "gamma") if k in p}
+        return Xtr[:n], ytr[:n], Xte[:N_TEST], yte[:N_TEST], dict(dict(C=1.0, gamma="scale"), **params)
     raise SystemExit(f"unknown data {name!r}")
 
 
@@ -91,7 +99,7 @@ def run_one(method, data, n, n_parts, early_parts):
     kw = dict(C=C, gamma=gamma, tol=1e-3, cache_size=200)
     worker_rss = None
     t0 = time.perf_counter()
-    if method in ("batched", "divide", "early", "dask1", "dask2"):
+    if method in ("auto", "batched", "divide", "early", "dask1", "dask2"):
         from maxmargin import SVC
 
         opts = {"n_parts": n_parts}
@@ -111,22 +119,22 @@ def run_one(method, data, n, n_parts, early_parts):
             client = Client(cluster)
             client.run(lambda: __import__("maxmargin.solvers.divide"))  # imports before the clock
             opts["backend"] = "dask"
-        solver = "batched" if method == "batched" else "divide"
+        solver = method if method in ("auto", "batched") else "divide"
         # a warm-up fit on a few rows loads the compiled code (in this process and on the Dask workers), as the
         # other benchmarks do: the first-fit cost is measured apart (harness.py --first-fit)
         # (divided: below divide.DIRECT_BELOW rows it would be solved whole, the divided path's code left unloaded)
         m = min(WARM_UP_ROWS, Xtr.shape[0])
-        warm = None if solver == "batched" else dict(opts, direct_below=0)
+        warm = None if solver != "divide" else dict(opts, direct_below=0)
         SVC(solver=solver, solver_options=warm, **kw).fit(Xtr[:m], ytr[:m])
         t0 = time.perf_counter()
-        est = SVC(solver=solver, solver_options=None if solver == "batched" else opts, **kw).fit(Xtr, ytr)
+        est = SVC(solver=solver, solver_options=None if solver != "divide" else opts, **kw).fit(Xtr, ytr)
         fit = time.perf_counter() - t0
         if method.startswith("dask"):
             worker_rss = max(client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
             client.close()
             cluster.close()
         acc = float(np.mean(est.predict(Xte) == yte))
-        obj = float(est.objective_[0])
+        obj = float(np.sum(est.objective_))  # multi-class: summed over the pairs
         nsv = int(est.support_.shape[0])
     else:
         if method == "sklearn":
@@ -201,7 +209,7 @@ def main():
             d, e = res.get("divide"), res.get("early")
             gap = "n/a" if not d or not e else f"{100 * (d['acc'] - e['acc']):+.2f} pp"
             print(
-                f"batched/divide {ratio('batched', 'divide')} (target >= 3), "
+                f"auto/divide {ratio('auto', 'divide')}, batched/divide {ratio('batched', 'divide')} (target >= 3), "
                 f"sklearnex/divide {ratio('sklearnex', 'divide')} (>= 10), "
                 f"sklearn/divide {ratio('sklearn', 'divide')}, divide/early {ratio('divide', 'early')} (>= 20), "
                 f"acc(divide) - acc(early) {gap} (<= 0.5), dask1/dask2 {ratio('dask1', 'dask2')} (>= 1.6)"
