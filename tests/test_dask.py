@@ -73,6 +73,29 @@ def test_solver_exact_kkt_over_all_rows(client, rng, sparse):
     assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
 
 
+def test_refused_partition_is_solved_whole_on_a_worker(client, rng, monkeypatch):
+    """A partition no better than random (30-D rows, a wide kernel: ``kernel_across`` above ``ACROSS_MAX``) is not
+    divided on Dask either: the whole problem goes to one worker as one task (``run_wide``), to the QP's optimum."""
+    monkeypatch.setattr(divide, "ACROSS_MAX", 0.8)
+    wide = []
+    run_wide = scaleout.DaskExecutor.run_wide
+    monkeypatch.setattr(
+        scaleout.DaskExecutor, "run_wide", lambda self, fn, item: wide.append(fn.__name__) or run_wide(self, fn, item)
+    )
+    X = rng.normal(size=(500, 30))
+    ypm = np.where(X[:, 0] + 0.5 * rng.normal(size=500) > 0, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=1.0 / 30)
+    prob = csvc_problem(X, k, ypm, 1.0)
+    sol = divide.solve(prob, tol=1e-8, sample_size=300, **DASK)
+    (step,) = sol.extra["divide"]
+    assert step["direct"] and step["kernel_across"] > 0.8
+    assert wide == ["_solve_whole"]
+    Q = prob.q_matrix()
+    _, f_ref = qp_reference(Q, prob.p, ypm, prob.upper)
+    assert abs(sol.objective - f_ref) <= 1e-6 * abs(f_ref)
+    assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
+
+
 def test_global_step_in_many_small_rounds(client, rng, monkeypatch):
     """Working sets capped far below the candidates: many rounds, each a restricted solve with the
     rest held fixed and a pass over the changed rows only; the end is still the exact minimiser, with

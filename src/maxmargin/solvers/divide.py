@@ -73,8 +73,8 @@ Options (``solver_options`` of the estimators)
     as a random partition would (:data:`ACROSS_MAX`, ``kernel_across`` in the report):
     high-dimensional data under a wide kernel, where the parts' solutions are a poor
     start.  Dividing pays where the kernel is local at the partition's scale.  With
-    ``backend='dask'`` only ``direct_below`` applies (a problem solved whole would be
-    solved here, not on the workers).
+    ``backend='dask'`` a problem below ``direct_below`` is solved here, a refused
+    partition's problem as one task on a worker with its host's threads.
 
 Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size``,
 ``callback``, ``callback_info``, ``time_limit``, ``verbose``, as the other solvers.
@@ -535,16 +535,26 @@ def solve(
         sample_size,
         random_state,
         y=ydata,
-        max_share=ONE_PART_SHARE if backend == "threads" else None,
-        max_across=ACROSS_MAX if backend == "threads" and early_stop is None else None,
+        max_share=ONE_PART_SHARE,
+        max_across=ACROSS_MAX if early_stop is None else None,
     )
+    why = None
     if part.labels is None:  # refused: one part nearly the problem, or parts no better than random
         why = dict(largest_part=part.largest) if part.largest is not None else dict(kernel_across=part.across)
+    else:
+        labels = part.labels[problem.index]  # first-level part of each variable
+        share = np.bincount(labels).max() / problem.n_var
+        if share > ONE_PART_SHARE:  # one part is nearly the problem: dividing cannot pay
+            why = dict(largest_part=float(share))
+    if why is not None and backend == "dask":  # solved whole on a worker, with its host's threads
+        from .. import scaleout
+
+        tg = time.perf_counter()
+        opts = _step_options(dict(step, callback=None), t0, tg)
+        sol = scaleout.DaskExecutor().run_wide(_solve_whole, (problem, part_solver, opts))
+        return _done(sol, [], tg, dict(direct=True, **why), verbose)
+    if why is not None:
         return _whole(problem, part_solver, t0, [], dict(direct=True, **why), step)
-    labels = part.labels[problem.index]  # first-level part of each variable
-    share = np.bincount(labels).max() / problem.n_var
-    if backend == "threads" and share > ONE_PART_SHARE:  # one part is nearly the problem: dividing cannot pay
-        return _whole(problem, part_solver, t0, [], dict(direct=True, largest_part=float(share)), step)
     if backend == "dask":
         from .. import scaleout
 
@@ -634,6 +644,14 @@ def _whole(problem, part_solver, t0, report, flags, step, grad0=None, tg=None):
     from ``problem.alpha0`` (and the gradient ``grad0`` there, when known); its report entry (level 0) carries
     ``flags``."""
     tg = time.perf_counter() if tg is None else tg
+    opts = _step_options(step, t0, tg)
+    if grad0 is not None:
+        opts["grad0"] = grad0
+    return _done(_solve_whole(problem, part_solver, opts), report, tg, flags, step["verbose"])
+
+
+def _step_options(step, t0, tg):
+    """The global step's solver options from ``step`` at time ``tg`` (the fit began at ``t0``)."""
     opts = {k: v for k, v in step.items() if k not in ("callback", "callback_info", "time_limit")}
     if step["callback"] is not None:
         opts["callback"] = step["callback"]
@@ -641,10 +659,12 @@ def _whole(problem, part_solver, t0, report, flags, step, grad0=None, tg=None):
             opts["callback_info"] = step["callback_info"]
     if step["time_limit"] is not None:
         opts["time_limit"] = max(step["time_limit"] - (tg - t0), 1e-3)
-    if grad0 is not None:
-        opts["grad0"] = grad0
-    sol = pick_solver(part_solver, problem.n_var).solve(problem, **opts)
-    return _done(sol, report, tg, flags, step["verbose"])
+    return opts
+
+
+def _solve_whole(problem, part_solver, opts):
+    """The whole problem by the part solver (here, or as a task on a Dask worker)."""
+    return pick_solver(part_solver, problem.n_var).solve(problem, **opts)
 
 
 def _done(sol, report, tg, flags, verbose):
