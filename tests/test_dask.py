@@ -73,27 +73,37 @@ def test_solver_exact_kkt_over_all_rows(client, rng, sparse):
     assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
 
 
-def test_refused_partition_is_solved_whole_on_a_worker(client, rng, monkeypatch):
-    """A partition no better than random (30-D rows, a wide kernel: ``kernel_across`` above ``ACROSS_MAX``) is not
-    divided on Dask either: the whole problem goes to one worker as one task (``run_wide``), to the QP's optimum."""
+def test_one_part_partition_is_solved_whole_on_a_worker(client, rng, monkeypatch):
+    """A k-means partition with one part of nearly every row (wide sparse rows, nearly orthogonal) is not divided on
+    Dask either: the whole problem goes to one worker as one task (``run_wide``), to the QP's optimum.  A partition
+    no better than random (``kernel_across`` above ``ACROSS_MAX``) is still divided there."""
     monkeypatch.setattr(divide, "ACROSS_MAX", 0.8)
     wide = []
     run_wide = scaleout.DaskExecutor.run_wide
     monkeypatch.setattr(
         scaleout.DaskExecutor, "run_wide", lambda self, fn, item: wide.append(fn.__name__) or run_wide(self, fn, item)
     )
-    X = rng.normal(size=(500, 30))
-    ypm = np.where(X[:, 0] + 0.5 * rng.normal(size=500) > 0, 1.0, -1.0)
-    k = make_kernel("rbf", gamma=1.0 / 30)
+    X = sp.random(600, 20_000, density=15 / 20_000, random_state=3, format="csr")
+    X.data[:] = 1.0
+    X = sp.csr_matrix(X.multiply(1.0 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)))))
+    ypm = np.where(rng.random(600) < 0.5, 1.0, -1.0)
+    k = make_kernel("rbf", gamma=1.0)
     prob = csvc_problem(X, k, ypm, 1.0)
-    sol = divide.solve(prob, tol=1e-8, sample_size=300, **DASK)
+    sol = divide.solve(prob, tol=1e-8, sample_size=200, **DASK)
     (step,) = sol.extra["divide"]
-    assert step["direct"] and step["kernel_across"] > 0.8
+    assert step["direct"] and step["largest_part"] > divide.ONE_PART_SHARE
     assert wide == ["_solve_whole"]
     Q = prob.q_matrix()
     _, f_ref = qp_reference(Q, prob.p, ypm, prob.upper)
     assert abs(sol.objective - f_ref) <= 1e-6 * abs(f_ref)
     assert kkt_violation(Q, prob.p, ypm, prob.upper, sol.alpha) < 1e-6
+
+    Xw = rng.normal(size=(500, 30))  # 30-D rows, a wide kernel: the partition is no better than random
+    yw = np.where(Xw[:, 0] + 0.5 * rng.normal(size=500) > 0, 1.0, -1.0)
+    kw = make_kernel("rbf", gamma=1.0 / 30)
+    assert divide.partition(Xw, kw, 4, sample_size=300).across > 0.8
+    divided = divide.solve(csvc_problem(Xw, kw, yw, 1.0), tol=1e-6, sample_size=300, **DASK)
+    assert [r["level"] for r in divided.extra["divide"]] == [1, 0]
 
 
 def test_global_step_in_many_small_rounds(client, rng, monkeypatch):

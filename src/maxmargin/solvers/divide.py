@@ -73,8 +73,10 @@ Options (``solver_options`` of the estimators)
     as a random partition would (:data:`ACROSS_MAX`, ``kernel_across`` in the report):
     high-dimensional data under a wide kernel, where the parts' solutions are a poor
     start.  Dividing pays where the kernel is local at the partition's scale.  With
-    ``backend='dask'`` a problem below ``direct_below`` is solved here, a refused
-    partition's problem as one task on a worker with its host's threads.
+    ``backend='dask'`` a problem below ``direct_below`` is solved here, one with a
+    one-part partition as one task on a worker with its host's threads; the kernel mass
+    rule does not apply there (the divided path spreads over every host of a cluster,
+    a whole solve would run on one).
 
 Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size``,
 ``callback``, ``callback_info``, ``time_limit``, ``verbose``, as the other solvers.
@@ -536,7 +538,8 @@ def solve(
         random_state,
         y=ydata,
         max_share=ONE_PART_SHARE,
-        max_across=ACROSS_MAX if early_stop is None else None,
+        # on Dask the divided path spreads over every host; a whole solve would take one
+        max_across=ACROSS_MAX if early_stop is None and backend == "threads" else None,
     )
     why = None
     if part.labels is None:  # refused: one part nearly the problem, or parts no better than random
