@@ -76,7 +76,8 @@ def test_solver_exact_kkt_over_all_rows(client, rng, sparse):
 def test_one_part_partition_is_solved_whole_on_a_worker(client, rng, monkeypatch):
     """A k-means partition with one part of nearly every row (wide sparse rows, nearly orthogonal) is not divided on
     Dask either: the whole problem goes to one worker as one task (``run_wide``), to the QP's optimum.  A partition
-    no better than random (``kernel_across`` above ``ACROSS_MAX``) is still divided there."""
+    no better than random (``kernel_across`` above ``ACROSS_MAX``) goes the same way below ``DASK_ACROSS_BELOW``
+    variables, and is divided from there on."""
     monkeypatch.setattr(divide, "ACROSS_MAX", 0.8)
     wide = []
     run_wide = scaleout.DaskExecutor.run_wide
@@ -102,8 +103,12 @@ def test_one_part_partition_is_solved_whole_on_a_worker(client, rng, monkeypatch
     yw = np.where(Xw[:, 0] + 0.5 * rng.normal(size=500) > 0, 1.0, -1.0)
     kw = make_kernel("rbf", gamma=1.0 / 30)
     assert divide.partition(Xw, kw, 4, sample_size=300).across > 0.8
+    whole = divide.solve(csvc_problem(Xw, kw, yw, 1.0), tol=1e-6, sample_size=300, **DASK)
+    assert whole.extra["divide"][0]["kernel_across"] > 0.8 and wide == ["_solve_whole"] * 2
+    monkeypatch.setattr(divide, "DASK_ACROSS_BELOW", 500)  # from 500 variables on: divided
     divided = divide.solve(csvc_problem(Xw, kw, yw, 1.0), tol=1e-6, sample_size=300, **DASK)
     assert [r["level"] for r in divided.extra["divide"]] == [1, 0]
+    assert abs(divided.objective - whole.objective) <= 1e-5 * abs(whole.objective)
 
 
 def test_global_step_in_many_small_rounds(client, rng, monkeypatch):

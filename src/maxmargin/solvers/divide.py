@@ -74,8 +74,9 @@ Options (``solver_options`` of the estimators)
     high-dimensional data under a wide kernel, where the parts' solutions are a poor
     start.  Dividing pays where the kernel is local at the partition's scale.  With
     ``backend='dask'`` a problem below ``direct_below`` is solved here, one with a
-    one-part partition as one task on a worker with its host's threads; the kernel mass
-    rule does not apply there (the divided path spreads over every host of a cluster,
+    one-part partition as one task on a worker with its host's threads, as one with a
+    partition no better than random below :data:`DASK_ACROSS_BELOW` variables (larger
+    problems are divided there: the divided path spreads over every host of a cluster,
     a whole solve would run on one).
 
 Besides: ``tol``, ``max_iter`` (of the global step), ``shrinking``, ``cache_size``,
@@ -124,6 +125,12 @@ ONE_PART_SHARE = 0.75
 #: random: every row near every other, the parts' solutions a poor start for the global step (clicks: 1,066
 #: rounds from the parts' start against 911 from zero).
 ACROSS_MAX = 0.8
+#: with ``backend='dask'``, the rule of :data:`ACROSS_MAX` applies to problems of fewer variables only (the refused
+#: problem then solved as one task on the widest host): larger ones are divided, the divided path spreading over
+#: every host where a whole solve would take one.  Measured (session 42, LocalCluster of 2 workers x 1 thread):
+#: mid64's 45 one-vs-one pairs of ~12,000 rows, each divided over the cluster, 63.6-69.2 s; each solved whole on a
+#: worker 27.3 s (SVC() here 19 s); mix20 at 100,000 rows divided 25.6-34.3 s, whole on a worker 25.6 s.
+DASK_ACROSS_BELOW = 50_000
 #: rows of the probe that tests a k-means partition's balance before every row is assigned (problems of at least
 #: ten times as many rows)
 PROBE_ROWS = 2000
@@ -526,6 +533,7 @@ def solve(
     step.update(callback=callback, callback_info=callback_info, time_limit=time_limit)
     if problem.n_var < direct_below:
         return _whole(problem, part_solver, t0, [], dict(direct=True), step)
+    n_var = problem.n_var
     n_data = problem.X.shape[0]
     ydata = np.zeros(n_data)
     ydata[problem.index] = problem.y
@@ -538,8 +546,8 @@ def solve(
         random_state,
         y=ydata,
         max_share=ONE_PART_SHARE,
-        # on Dask the divided path spreads over every host; a whole solve would take one
-        max_across=ACROSS_MAX if early_stop is None and backend == "threads" else None,
+        # on Dask the divided path spreads over every host, a whole solve would take one: large problems divide
+        max_across=ACROSS_MAX if early_stop is None and (backend == "threads" or n_var < DASK_ACROSS_BELOW) else None,
     )
     why = None
     if part.labels is None:  # refused: one part nearly the problem, or parts no better than random
