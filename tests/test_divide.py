@@ -366,3 +366,28 @@ def test_partition_no_better_than_random_is_solved_whole(monkeypatch):
     assert divide.partition(Xc, kc, 4, sample_size=300).across < divide.ACROSS_MAX
     local = divide.solve(csvc_problem(Xc, kc, np.where(yc == 1, 1.0, -1.0), 1.0), tol=1e-6, n_parts=4)
     assert [r["level"] for r in local.extra["divide"]] == [1, 0]
+
+
+def test_small_pairs_of_many_classes_take_smos_compiled_route(monkeypatch):
+    """Many classes: the one-vs-one pairs below ``direct_below`` (and SMO's range) are SMO's pairs, solved by the
+    compiled all-pairs route as ``solver='smo'`` solves them (session 42: letter26's 325 pairs 18.9 s divided one
+    by one, 0.41 s so); the same model as SMO's.  Options the route cannot honour keep the pairs apart."""
+    from maxmargin.solvers import ovo
+
+    monkeypatch.undo()  # the default DIRECT_BELOW
+    calls = []
+    solve_pairs = ovo.solve_pairs
+    monkeypatch.setattr(ovo, "solve_pairs", lambda *a, **k: calls.append(1) or solve_pairs(*a, **k))
+    rng = np.random.default_rng(4)
+    X, y = _blobs(rng, n=900, d=4, k=5)
+    ours = SVC(gamma=0.3, C=2.0, tol=1e-6, solver="divide", solver_options=dict(n_parts=4)).fit(X, y)
+    assert calls
+    ref = SVC(gamma=0.3, C=2.0, tol=1e-6, solver="smo").fit(X, y)
+    np.testing.assert_allclose(ours.objective_, ref.objective_, rtol=1e-9)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+    calls.clear()
+    with pytest.raises(ValueError, match="two classes"):
+        SVC(solver="divide", solver_options=dict(early_stop=1)).fit(X, y)
+    apart = SVC(gamma=0.3, C=2.0, tol=1e-6, solver="divide", solver_options=dict(part_solver="batched")).fit(X, y)
+    assert not calls
+    np.testing.assert_allclose(apart.objective_, ref.objective_, rtol=1e-5)

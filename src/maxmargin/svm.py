@@ -751,6 +751,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             if self.solver == "auto" and ipm.pays(X, kern, ipm.MIN_PAIR_ROWS)
             else np.ones(sizes.shape[0], dtype=bool)
         )
+        if getattr(self, "solver", "auto") == "divide":  # the pairs it would solve whole by SMO, not divide
+            small &= sizes < self._divide_smo_below()
         eligible &= small
         # members are the pairs (a, b), a < b, in LIBSVM's order: k classes give k(k-1)/2 of them;
         # pair (0, b) holds class b's rows, pair (0, 1) class 0's
@@ -1680,6 +1682,12 @@ class SVC(BaseSVMClassifier):
         return formulations.resolve_solver(self.formulation, self.solver, 1) == "smo"
 
     def _pairs_compile(self):
+        if self.solver == "divide":  # its pairs solved whole by SMO (_divide_smo_below) are SMO's pairs
+            from .solvers import divide
+
+            own = set(divide.OWN_OPTIONS) - {"early_stop"}  # early_stop: two classes only (_fit_pair says so)
+            opts = self.solver_options or {}
+            return self.formulation == "l1" and set(opts) <= own and self._divide_smo_below() > 0
         return self.formulation == "l1" and self.solver in ("auto", "smo") and not self.solver_options
 
     def _fit_pair(self, X, y, bounds, kern, options, alpha0=None, rows=None):
