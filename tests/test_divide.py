@@ -291,6 +291,9 @@ def test_small_problems_are_solved_whole(monkeypatch):
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
     with pytest.raises(ValueError, match="direct_below must be an integer >= 0"):
         divide.solve(prob, direct_below=-1)
+    for bad in ("x", -1):  # many classes: the pairs' routing reads it first
+        with pytest.raises(ValueError, match="direct_below must be an integer >= 0"):
+            SVC(solver="divide", solver_options=dict(direct_below=bad)).fit(X, np.arange(X.shape[0]) % 3)
 
 
 def _near_orthogonal(rng, n=800, d=20_000, words=15):

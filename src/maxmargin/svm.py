@@ -705,7 +705,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
 
         opts = self.solver_options or {}
         below = opts.get("direct_below")
-        below = divide.DIRECT_BELOW if below is None else below
+        below = divide.DIRECT_BELOW if below is None else divide._check_int("direct_below", below, 0)
         part = opts.get("part_solver", "auto")
         if part == "smo":
             return below
