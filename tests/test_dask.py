@@ -186,6 +186,63 @@ def test_svc_weighted_multiclass_and_dask_input(client, rng):
     np.testing.assert_allclose(ours_d.objective_, ref.objective_, rtol=1e-6)
 
 
+def _pairs_sent(monkeypatch):
+    """The lists of pairs :meth:`scaleout.DaskExecutor.map_pairs` is given (one list a call)."""
+    sent = []
+    orig = scaleout.DaskExecutor.map_pairs
+
+    def spy(self, fn, blocks, items):
+        sent.append([(a, b) for a, b, *_ in items])
+        return orig(self, fn, blocks, items)
+
+    monkeypatch.setattr(scaleout.DaskExecutor, "map_pairs", spy)
+    return sent
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_many_classes_pairs_are_tasks_side_by_side(client, rng, monkeypatch, sparse):
+    """Four classes: the six one-vs-one problems go to the workers as six tasks (each divided there with the
+    worker's threads), each class's rows scattered once; the model equals SMO's: objective, predictions, KKT of
+    every pair.  Rows of zero weight are left out as in the other routes."""
+    X, y = _blobs(rng, n=800, d=4, k=4, sparse=sparse)
+    sw = rng.uniform(0.2, 2.0, size=y.size)
+    sw[rng.random(y.size) < 0.05] = 0.0
+    kw = dict(C=2.0, gamma=0.4, tol=1e-8)
+    sent = _pairs_sent(monkeypatch)
+    ours = SVC(solver="divide", solver_options=dict(DASK, direct_below=0), **kw).fit(X, y, sample_weight=sw)
+    assert sent == [[(a, b) for a in range(4) for b in range(a + 1, 4)]]
+    ref = SVC(solver="smo", **kw).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(ours.objective_, ref.objective_, rtol=1e-6)
+    assert np.array_equal(ours.predict(X), ref.predict(X))
+    k = make_kernel("rbf", gamma=0.4, X=X)
+    start = np.concatenate([[0], np.cumsum(ours.n_support_)])
+    for a in range(4):
+        for b in range(a + 1, 4):
+            rows = np.flatnonzero(((y == a) | (y == b)) & (sw > 0))
+            ypm = np.where(y[rows] == a, 1.0, -1.0)
+            prob = csvc_problem(X[rows], k, ypm, 2.0 * sw[rows])
+            alpha = np.zeros(rows.size)
+            for c, j in ((a, b - 1), (b, a)):  # class c's coefficients in the pair (a, b): dual_coef_ row j
+                sv = ours.support_[start[c] : start[c + 1]]
+                alpha[np.searchsorted(rows, sv)] = np.abs(ours.dual_coef_[j, start[c] : start[c + 1]])
+            assert kkt_violation(prob.q_matrix(), prob.p, ypm, prob.upper, alpha) < 1e-6
+
+
+def test_few_pairs_to_divide_stay_divided_over_the_cluster(client, rng, monkeypatch):
+    """Fewer pairs to divide than worker threads: none is sent whole; the one large pair is divided over the
+    cluster, the small ones go to SMO's compiled route; the model equals SMO's."""
+    sizes = [100, 200, 400]
+    X = np.vstack([rng.normal(loc=2.0 * c, size=(m, 3)) for c, m in enumerate(sizes)])
+    y = np.repeat(np.arange(3), sizes)
+    kw = dict(C=2.0, gamma=0.4, tol=1e-8)
+    sent = _pairs_sent(monkeypatch)
+    ours = SVC(solver="divide", solver_options=dict(DASK, direct_below=550), **kw).fit(X, y)
+    assert sent == []
+    ref = SVC(solver="smo", **kw).fit(X, y)
+    np.testing.assert_allclose(ours.objective_, ref.objective_, rtol=1e-6)
+    assert np.array_equal(ours.predict(X), ref.predict(X))
+
+
 def test_blockwise_predict_equals_in_memory(client, rng):
     X, y = _blobs(rng, n=500, k=3)
     est = SVC(gamma=0.4, probability=True, random_state=0, solver="divide", solver_options=DASK).fit(X, y)
@@ -291,6 +348,31 @@ def test_restart_mid_fit(client, kill_data, monkeypatch):
     result = _fit_interrupted(monkeypatch, X, y, lambda c, futures: c.restart(wait_for_workers=False))
     if "est" in result:
         assert abs(result["est"].objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_worker_killed_while_pairs_run(client, monkeypatch):
+    """Three classes, their pairs as tasks side by side: a worker killed while they run; the fit finishes with
+    SMO's solution (each class's rows scattered again) or raises WorkerLostError; no hang."""
+    X, y = _blobs(np.random.default_rng(11), n=1500, d=4, k=3)
+    ref = SVC(solver="smo", **KILL).fit(X, y).objective_
+    sent = _pairs_sent(monkeypatch)
+    pids = client.run(os.getpid)
+
+    def kill(c, futures):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            busy = [w for w, tasks in c.processing().items() if tasks]
+            if busy:
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                return
+            time.sleep(0.002)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+
+    result = _fit_interrupted(monkeypatch, X, y, kill)
+    assert sent == [[(0, 1), (0, 2), (1, 2)]]
+    if "est" in result:
+        np.testing.assert_allclose(result["est"].objective_, ref, rtol=1e-5)
     client.wait_for_workers(2, timeout=60)
 
 

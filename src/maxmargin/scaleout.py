@@ -161,14 +161,18 @@ class DaskExecutor:
 
         return self._run(submit)
 
-    def widest_host(self):
-        """``(address, threads)``: a worker on the host whose workers hold the most threads, and
-        that host's thread count (every worker on it together)."""
+    def _workers(self):
+        """The scheduler's description of each worker, by address."""
         try:  # every worker (some releases list only the first few unless asked)
             info = self.client.scheduler_info(n_workers=-1)
         except TypeError:  # releases without the argument list them all
             info = self.client.scheduler_info()
-        workers = info.get("workers", {})
+        return info.get("workers", {})
+
+    def widest_host(self):
+        """``(address, threads)``: a worker on the host whose workers hold the most threads, and
+        that host's thread count (every worker on it together)."""
+        workers = self._workers()
         hosts = {}
         for addr, worker in workers.items():
             host = worker.get("host") or addr.rsplit(":", 1)[0]
@@ -201,6 +205,32 @@ class DaskExecutor:
                 ]
 
         return self._run(submit)[0]
+
+    def threads(self):
+        """Worker threads of the cluster, all workers together (0 when none is up)."""
+        return sum(int(w.get("nthreads", 1)) for w in self._workers().values())
+
+    def map_pairs(self, fn, blocks, items):
+        """``fn(X_pair, *args, **kwargs)`` for each item ``(a, b, order, args, kwargs)``, each one task, in item
+        order: ``X_pair`` is the rows of ``blocks[a]`` above those of ``blocks[b]``, taken in ``order``.  Each block
+        (one class's rows) is scattered once and travels to the workers whose tasks need it, not once a pair
+        (k classes: each class is in k - 1 pairs).  The largest pairs are submitted first, so that the workers
+        finish closer together."""
+        first = sorted(range(len(items)), key=lambda i: -items[i][2].shape[0])
+
+        def submit():
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Ll]arge.*")
+                held = self.client.scatter(list(blocks), hash=False)
+                futures = [None] * len(items)
+                for i in first:
+                    a, b, order, args, kwargs = items[i]
+                    futures[i] = self.client.submit(
+                        on_worker, _pair_task, held[a], held[b], order, fn, args, kwargs, pure=False
+                    )
+                return futures
+
+        return self._run(submit)
 
     # ------------------------------------------------------------ the global step
     def use_blocks(self, groups):
@@ -334,6 +364,14 @@ def heap_kept():
                 except ValueError:  # not a number: glibc ignored it too
                     pass
                 libc.malloc_trim(0)
+
+
+def _pair_task(block_a, block_b, order, fn, args, kwargs):
+    """:meth:`DaskExecutor.map_pairs`' task: the pair's rows stacked and ordered, then ``fn``."""
+    import scipy.sparse as sp
+
+    X = sp.vstack([block_a, block_b], format="csr") if sp.issparse(block_a) else np.vstack([block_a, block_b])
+    return fn(X[order], *args, **kwargs)
 
 
 def _block_scores(block, kernel, sv, b):

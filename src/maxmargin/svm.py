@@ -586,8 +586,13 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         workers = 1 if compiled.any() else self._pair_workers(members, warm, X)
         # the folds of every pair are drawn first, in pair order (one permutation each, as LIBSVM)
         plans = self._fold_plans(members) if self.probability else None
+        on_dask = self._fit_pairs_on_dask(X, y_idx, pairs, members, C_all, kern, compiled, warm)
         if compiled.any():
-            fits = self._fit_pairs_compiled(X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans)
+            fits = self._fit_pairs_compiled(
+                X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans, done=on_dask
+            )
+        elif on_dask is not None:
+            fits = self._fit_pairs_rest(X, members, C_all, kern, precomputed, on_dask)
         elif workers > 1:
             fits = self._fit_pairs_in_threads(X, members, C_all, kern, precomputed, workers)
         else:
@@ -780,14 +785,60 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
                 return alone
         return chosen
 
-    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans=None):
+    def _fit_pairs_on_dask(self, X, y_idx, pairs, members, C_all, kern, compiled, warm):
+        """``solver='divide'`` with ``backend='dask'`` and many classes: the one-vs-one problems it would divide,
+        each solved whole on one worker as one task (:meth:`maxmargin.scaleout.DaskExecutor.map_pairs`), as
+        many at once as the cluster has worker threads; on each, ``solver='divide'`` with its threads. Returns
+        the fits per pair (None for the pairs left to the other routes), or None where the pairs are not sent
+        (fewer such pairs than worker threads: each is then divided over the whole cluster, one after the other;
+        a callback or a warm start: they stay here).
+
+        Why: one pair divided over the cluster waits for its slowest part at every level and for the global
+        step, which runs on one host while the others wait; whole pairs side by side keep every worker busy
+        (mid64, 60,000 x 64, 10 classes, 2 workers of one thread: see ``benchmarks/RESULTS.md``, session 43)."""
+        opts = self.solver_options or {}
+        if self.solver != "divide" or opts.get("backend") != "dask" or len(pairs) < 2:
+            return None
+        if getattr(self, "formulation", None) is None or opts.get("early_stop") is not None:
+            return None  # NuSVC, early_stop: the usual route names what is not supported
+        if warm is not None or self.callback is not None or getattr(self, "warm_start", False):
+            return None
+        below = self._divide_smo_below()
+        todo = [p for p, (rows, _) in enumerate(members) if not compiled[p] and rows.shape[0] >= below]
+        executor = scaleout.DaskExecutor()
+        if len(todo) < max(2, executor.threads()):
+            return None
+        n_classes = self.classes_.shape[0]
+        class_rows = [np.flatnonzero((y_idx == c) & (C_all > 0)) for c in range(n_classes)]
+        items = []
+        for p in todo:
+            a, b = pairs[p]
+            rows, ysub = members[p]
+            order = np.argsort(np.concatenate([class_rows[a], class_rows[b]]), kind="stable")
+            options = dict(self._solver_options(p, len(pairs), with_callback=False), **opts)
+            options["backend"] = "threads"  # with the worker's threads
+            options.pop("n_jobs", None)
+            args = (np.asarray(ysub, dtype=np.float64), C_all[rows], kern, self.formulation, "divide")
+            items.append((a, b, order, args, options))
+        report = report_of(self)
+        for p in todo:
+            report.problem_begin(p, steps=False)
+        solved = executor.map_pairs(formulations.fit_binary, [X[r] for r in class_rows], items)
+        fits = [None] * len(pairs)
+        for p, fit in zip(todo, solved):
+            fits[p] = fit
+            report.problem_end(p)
+        return fits
+
+    def _fit_pairs_compiled(self, X, y_idx, pairs, members, C_all, kern, precomputed, compiled, plans=None, done=None):
         """The one-vs-one fits, those marked in ``compiled`` by :func:`maxmargin.solvers.ovo.solve_pairs`
         (all at once, compiled, on every core), the rest one by one as usual.  With ``plans`` (the
         probability folds, :meth:`_fold_plans`) and warm-started folds, the compiled pairs' folds
         are solved there too, right after each pair (:mod:`maxmargin.solvers.ovo_folds`); their
         held-out decision values go to the fits as ``cv_decision`` (rows in increasing order).  Without folds the
         kernel rows are computed as SMO visits them where that pays (:func:`maxmargin.solvers.ovo.lazy_plan`):
-        easy classes leave most of them uncomputed."""
+        easy classes leave most of them uncomputed.  ``done``: per pair its fit where already solved (on Dask,
+        :meth:`_fit_pairs_on_dask`), else None."""
         chosen = np.flatnonzero(compiled).tolist()
         report = report_of(self)
         folds = None
@@ -816,7 +867,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         )
         if res["r"] is not None and not bool(np.all(res["r"][np.asarray(res["solved"], dtype=bool)] > 0)):
             # a nu-SVC pair without a margin (r <= 0): the usual route solves the pairs again and names the problem
-            return self._fit_pairs_rest(X, members, C_all, kern, precomputed, [None] * len(pairs))
+            fits = [None] * len(pairs) if done is None else list(done)
+            return self._fit_pairs_rest(X, members, C_all, kern, precomputed, fits)
         solved = formulations.fits_from_pairs(
             res, C_all, kern, X, "smo", tol=self.tol, max_iter=self.max_iter, consume=True
         )
@@ -826,7 +878,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             # and so are the sigmoids, fitted there on each pair's held-out values
             solved.sigmoids = (np.array(res["probA"]), np.array(res["probB"]))
             return solved
-        fits = [None] * len(pairs)
+        fits = [None] * len(pairs) if done is None else list(done)
         if folds is not None:  # the held-out values back in increasing row order
             cv_rows = res["cv_flat"][np.repeat(offsets[:-1], sizes) + layout]
         for k, (p_no, fit) in enumerate(zip(chosen, solved)):
