@@ -144,7 +144,8 @@ def run_one(method, data, n, n_parts, early_parts):
         est = Peer(kernel="rbf", **kw).fit(Xtr, ytr)
         fit = time.perf_counter() - t0
         acc = float(np.mean(est.predict(Xte) == yte))
-        obj = _objective(est.dual_coef_, est.support_vectors_, gamma)
+        # the binary dual objective (gamma='scale' as the peer resolved it); not summed over one-vs-one pairs
+        obj = _objective(est.dual_coef_, est.support_vectors_, est._gamma) if len(est.classes_) == 2 else np.nan
         nsv = int(est.support_.shape[0])
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return dict(
