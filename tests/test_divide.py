@@ -355,6 +355,14 @@ def test_partition_no_better_than_random_is_solved_whole(monkeypatch):
     assert divide.ACROSS_MAX == 0.8
     monkeypatch.setattr(divide, "DIRECT_BELOW", 0)
     assert divide.partition(X, kern, 4, sample_size=300).across > divide.ACROSS_MAX
+    # refused after the first k-means run (not the best of four): the same answer for a quarter of the work
+    runs = []
+    once = divide._kernel_kmeans_once
+    monkeypatch.setattr(divide, "_kernel_kmeans_once", lambda *a: runs.append(1) or once(*a))
+    refused = divide.partition(X, kern, 4, sample_size=300, max_across=0.7)  # the first run leaves 0.79 across
+    assert refused.labels is None and 0.7 < refused.across < divide.ACROSS_MAX and len(runs) == 1
+    runs.clear()
+    assert divide.partition(X, kern, 4, sample_size=300, max_across=1.5).labels is not None and len(runs) == 4
     prob = csvc_problem(X, kern, ypm, 1.0)
     sol = divide.solve(prob, tol=1e-8, n_parts=4, sample_size=300)
     (step,) = sol.extra["divide"]
