@@ -96,12 +96,17 @@ def test_switched_regressor_matches_tron():
     assert est.fit_status_ == 0
 
 
-def test_no_switch_when_the_dual_converges_or_max_iter_is_small():
+def test_no_switch_when_the_dual_converges_or_max_iter_is_small(monkeypatch):
     X, y = make_classification(400, 5, random_state=3)
     y = np.where(y == 1, 1.0, -1.0)
     ld = linear_data(X, 1.0)
-    fit = dual_primal.l2_svc(ld, y, np.ones_like(y), tol=0.1, max_iter=1000, seed=0)
+    with monkeypatch.context() as m:  # (no switch ahead of convergence, test_switch_ahead_of_convergence's)
+        m.setattr(dual_primal, "SWITCH_PASSES", np.inf)
+        fit = dual_primal.l2_svc(ld, y, np.ones_like(y), tol=0.1, max_iter=1000, seed=0)
     assert not fit.switched and fit.converged and fit.gap is not None  # well scaled: the dual alone
+    Xs, ys = make_classification(2000, 10, class_sep=3.0, flip_y=0, random_state=1)  # converges before the look
+    fit = dual_primal.l2_svc(linear_data(Xs, 1.0), np.where(ys == 1, 1.0, -1.0), np.ones(2000), seed=0)
+    assert not fit.switched and fit.converged and fit.n_iter < dual_primal.STALL_FIRST
     Xu, yu = _unscaled(600, seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
@@ -112,6 +117,32 @@ def test_no_switch_when_the_dual_converges_or_max_iter_is_small():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(Xu, yu)
     assert est.n_iter_ == 100 and np.isfinite(est.duality_gap_).all()
+
+
+def test_switch_ahead_of_convergence(monkeypatch):
+    """Squared hinge: where the epochs would meet ``tol`` but only after more epochs (on the active rows) than
+    SWITCH_PASSES passes over every row, the watch switches to TRON at its first look, and the result is no worse
+    than the dual run to ``tol`` (to 1e-6) and within 1e-4 of TRON's optimum; where TRON's stopping rule does not
+    bound the objective within AHEAD_BOUND of it (AHEAD_BOUND tiny here), the epochs run to ``tol``, the same
+    iterates as with the rule off."""
+    X, y = make_classification(2000, 10, random_state=1)  # 190 epochs to tol
+    y = np.where(y == 1, 1.0, -1.0)
+    ld = linear_data(X, 1.0)
+    C = np.ones(y.shape[0])
+    fit = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    with monkeypatch.context() as m:
+        m.setattr(dual_primal, "SWITCH_PASSES", np.inf)
+        plain = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    assert not plain.switched and plain.converged and plain.n_iter > 2 * dual_primal.STALL_FIRST
+    assert fit.switched and fit.converged and fit.n_iter < plain.n_iter
+    assert fit.objective <= plain.objective * (1 + 1e-6)
+    best = tron.solve(ld, y, C, kind="squared_hinge", tol=1e-8, max_iter=1000)
+    assert fit.objective - best.objective <= 1e-4 * best.objective
+    with monkeypatch.context() as m:
+        m.setattr(dual_primal, "AHEAD_BOUND", 1e-12)
+        kept = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    assert not kept.switched and kept.n_iter == plain.n_iter
+    np.testing.assert_array_equal(kept.w, plain.w)
 
 
 def test_callback_stop_in_the_dual_phase_does_not_switch():

@@ -974,7 +974,7 @@ def solve_svc(
         return primal_now(), fstate[2]
 
     if stall is not None:
-        step = stall(lambda: (fstate[2], tol, istate[0])).wrap(step)
+        step = stall(lambda: (fstate[2], tol, istate[0], primal_now)).wrap(step)
     status, it = drive(
         step,
         max_iter,
