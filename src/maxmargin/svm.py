@@ -796,8 +796,10 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         Why: one pair divided over the cluster waits for its slowest part at every level and for the global
         step, which runs on one host while the others wait; whole pairs side by side keep every worker busy
         (mid64, 60,000 x 64, 10 classes, 2 workers of one thread: see ``benchmarks/RESULTS.md``, session 43)."""
-        opts = self.solver_options or {}
-        if self.solver != "divide" or opts.get("backend") != "dask" or len(pairs) < 2:
+        if getattr(self, "solver", "auto") != "divide":
+            return None
+        opts = getattr(self, "solver_options", None) or {}
+        if opts.get("backend") != "dask" or len(pairs) < 2:
             return None
         if getattr(self, "formulation", None) is None or opts.get("early_stop") is not None:
             return None  # NuSVC, early_stop: the usual route names what is not supported
