@@ -119,28 +119,42 @@ def test_no_switch_when_the_dual_converges_or_max_iter_is_small(monkeypatch):
     assert est.n_iter_ == 100 and np.isfinite(est.duality_gap_).all()
 
 
-def test_switch_ahead_of_convergence(monkeypatch):
-    """Squared hinge: where the epochs would meet ``tol`` but only after more epochs (on the active rows) than
+@pytest.mark.parametrize("regression", [False, True], ids=["svc", "svr"])
+def test_switch_ahead_of_convergence(monkeypatch, regression):
+    """The squared losses: where the epochs would meet ``tol`` but only after more epochs (on the active rows) than
     SWITCH_PASSES passes over every row, the watch switches to TRON at its first look, and the result is no worse
     than the dual run to ``tol`` (to 1e-6) and within 1e-4 of TRON's optimum; where TRON's stopping rule does not
     bound the objective within AHEAD_BOUND of it (AHEAD_BOUND tiny here), the epochs run to ``tol``, the same
     iterates as with the rule off."""
-    X, y = make_classification(2000, 10, random_state=1)  # 190 epochs to tol
-    y = np.where(y == 1, 1.0, -1.0)
+    if regression:
+        X, y = make_regression(3000, 20, noise=5.0, random_state=1)  # 91 epochs to tol
+        y = y / y.std()
+        kind, extra = "squared_epsilon_insensitive", dict(epsilon=0.0)
+
+        def solve(**kw):
+            return dual_primal.l2_svr(ld, y, C, 0.0, tol=0.1, max_iter=1000, seed=0, **kw)
+    else:
+        X, y = make_classification(2000, 10, random_state=1)  # 190 epochs to tol
+        y = np.where(y == 1, 1.0, -1.0)
+        kind, extra = "squared_hinge", {}
+
+        def solve(**kw):
+            return dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0, **kw)
+
     ld = linear_data(X, 1.0)
     C = np.ones(y.shape[0])
-    fit = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    fit = solve()
     with monkeypatch.context() as m:
         m.setattr(dual_primal, "SWITCH_PASSES", np.inf)
-        plain = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
-    assert not plain.switched and plain.converged and plain.n_iter > 2 * dual_primal.STALL_FIRST
+        plain = solve()
+    assert not plain.switched and plain.converged and plain.n_iter > dual_primal.STALL_FIRST + 20
     assert fit.switched and fit.converged and fit.n_iter < plain.n_iter
     assert fit.objective <= plain.objective * (1 + 1e-6)
-    best = tron.solve(ld, y, C, kind="squared_hinge", tol=1e-8, max_iter=1000)
+    best = tron.solve(ld, y, C, kind=kind, tol=1e-10, max_iter=1000, **extra)
     assert fit.objective - best.objective <= 1e-4 * best.objective
     with monkeypatch.context() as m:
         m.setattr(dual_primal, "AHEAD_BOUND", 1e-12)
-        kept = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+        kept = solve()
     assert not kept.switched and kept.n_iter == plain.n_iter
     np.testing.assert_array_equal(kept.w, plain.w)
 

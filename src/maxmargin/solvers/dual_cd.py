@@ -1110,7 +1110,9 @@ def solve_svr(
         return svr_primal(w, ld, y, C, epsilon, squared), fstate[2]
 
     if stall is not None:
-        step = stall(lambda: (fstate[2], tol * fstate[1], istate[0])).wrap(step)
+        step = stall(
+            lambda: (fstate[2], tol * fstate[1], istate[0], lambda: svr_primal(w, ld, y, C, epsilon, squared))
+        ).wrap(step)
     status, it = drive(
         step,
         max_iter,

@@ -16,11 +16,12 @@ a Hessian-vector product, so a few Newton steps replace hundreds of epochs.  The
 Unlike LIBLINEAR, the switch may come before the cap: a :class:`StallWatch` follows the dual's stopping measure
 and switches as soon as the epochs will evidently not meet ``tol`` within ``dual_epochs`` (session 38: the
 epochs that LIBLINEAR spends there are most of its fit on such data; breast cancer 0.85 -> 0.24 of LIBLINEAR's
-time, a dense set of unscaled columns 0.35 -> 0.08, letter26 0.24 -> 0.06).  For the squared hinge it also switches
+time, a dense set of unscaled columns 0.35 -> 0.08, letter26 0.24 -> 0.06).  For the squared losses it also switches
 where the epochs would meet ``tol`` within the cap but their extrapolated rest (on the rows shrinking left) costs
 more than ``SWITCH_PASSES`` (25) passes over every row, and TRON's stopping rule bounds its objective within
 ``AHEAD_BOUND`` times the objective at the switch (session 43: a9a 0.54, sparse40k 0.58, TF-IDF with dense columns
-0.62, 200,000 x 20 dense rows 0.39 of the time, objectives equal or lower; ``_newton_close_enough``).
+0.62, 200,000 x 20 dense rows 0.39 of the time, objectives equal or lower; ``_newton_close_enough``; LinearSVR's
+squared loss on 100,000 x 50 Gaussian rows 0.23, on 200,000 x 20 rows 0.56).
 After such an early switch TRON
 runs to ``EARLY_TOL_FACTOR`` (0.1) times the tolerance above: it starts from a less converged ``w``, and at
 ``0.1 * tol`` alone its objectives were up to 7% above those of the dual run to ``tol`` on problems where the
@@ -60,7 +61,7 @@ STALL_EVERY = 10
 STALL_FIRST = 50
 #: the primal method's ``tol`` after an early switch, times the one after a switch at the cap
 EARLY_TOL_FACTOR = 0.1
-#: squared hinge: the watch also switches where the dual would meet ``tol`` within the cap, but after more epochs
+#: the squared losses: the watch also switches where the dual would meet ``tol`` within the cap, but after more epochs
 #: (on the rows still active) than this many passes over every row -- what the Newton method costs from there.
 #: Session 43, TF-IDF text with six dense metadata columns (6,000 x 30,006; ``datasets.textmeta``): the dual
 #: converged at epoch 143 (57 ms, 0.4 ms an epoch at first); TRON from the epochs' ``w`` took 16-49
@@ -180,17 +181,25 @@ def _remaining(time_limit, t0):
     return max(float(time_limit) - (time.perf_counter() - t0), 0.0)
 
 
-def _newton_close_enough(ld, y, C, tol, primal):
+def _newton_close_enough(ld, y, C, tol, primal, epsilon=None):
     r"""Whether TRON to ``tol`` is sure to end within :data:`AHEAD_BOUND` times ``primal`` (the objective now) of
-    the optimum: it stops at :math:`\|\nabla f(w)\| \le \epsilon \|\nabla f(0)\|` (``tron.solve``'s rule,
-    :math:`\epsilon` = ``tol`` times the smaller class's share), and :math:`f` is 1-strongly convex, so
-    :math:`f(w) - f^* \le \|\nabla f(w)\|^2 / 2`; :math:`\nabla f(0) = -2\sum_i C_i y_i \hat x_i` (every
-    row has margin 0 there).  One pass over the data."""
+    the optimum: it stops at :math:`\|\nabla f(w)\| \le \epsilon_t \|\nabla f(0)\|` (``tron.solve``'s rule;
+    :math:`\epsilon_t` = ``tol``, for the squared hinge times the smaller class's share), and :math:`f` is
+    1-strongly convex, so :math:`f(w) - f^* \le \|\nabla f(w)\|^2 / 2`.  :math:`\nabla f(0)` is
+    :math:`-2\sum_i C_i y_i \hat x_i` for the squared hinge (every row has margin 0 there), and
+    :math:`-2\sum_i C_i\,\mathrm{sign}(y_i)\max(0, |y_i| - \epsilon)\,\hat x_i` for the squared
+    epsilon-insensitive loss (``epsilon`` not None).  One pass over the data."""
     n = max(y.shape[0], 1)
-    pos = int(np.sum(y > 0))
+    C = np.asarray(C, dtype=np.float64)
+    if epsilon is None:
+        pos = int(np.sum(y > 0))
+        coef = 2.0 * C * y
+        eps = float(tol) * max(min(pos, n - pos), 1) / n
+    else:
+        coef = 2.0 * C * np.sign(y) * np.maximum(np.abs(y) - float(epsilon), 0.0)
+        eps = float(tol)
     g0 = np.zeros(ld.n_weights)
-    weighted_sum(2.0 * np.asarray(C, dtype=np.float64) * y, g0, *ld.args())
-    eps = float(tol) * max(min(pos, n - pos), 1) / n
+    weighted_sum(coef, g0, *ld.args())
     return 0.5 * (eps * float(np.linalg.norm(g0))) ** 2 <= AHEAD_BOUND * float(primal)
 
 
@@ -210,8 +219,9 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     ahead = []  # whether the switch may come where the epochs would converge (decided once)
     if max_iter > dual_epochs and options["stall"]:
         worth = None
-        if kind == "squared_hinge":
+        if kind in ("squared_hinge", "squared_epsilon_insensitive"):
             n = max(ld.n_samples, 1)
+            loss_eps = None if kind == "squared_hinge" else float(epsilon)
 
             def worth(t, active, epochs, converging):
                 # converging too: where the epochs still to run (on the rows shrinking left) cost more than the
@@ -222,7 +232,8 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
                 if ahead or epochs * (n if active is None else active) <= SWITCH_PASSES * n:
                     return False
                 primal = watches[0].measure()[3]()
-                ahead.append(_newton_close_enough(ld, y, C, tol_factor * float(tol) * EARLY_TOL_FACTOR, primal))
+                tron_tol = tol_factor * float(tol) * EARLY_TOL_FACTOR
+                ahead.append(_newton_close_enough(ld, y, C, tron_tol, primal, loss_eps))
                 return ahead[0]
 
         watches = []
