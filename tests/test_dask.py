@@ -319,11 +319,9 @@ def _fit_interrupted(monkeypatch, X, y, interrupt):
     return result
 
 
-def test_worker_killed_mid_fit(client, kill_data, monkeypatch):
-    """A worker process killed (SIGKILL) while the parts run: the fit finishes on the
-    workers left (the nanny brings one back) with the exact solution, or raises
-    WorkerLostError; no hang."""
-    X, y, f_ref = kill_data
+def _kill_a_busy_worker(client):
+    """An ``interrupt`` for :func:`_fit_interrupted`: SIGKILL to the worker process running a task of the fit (any
+    worker after 10 s without one)."""
     pids = client.run(os.getpid)
 
     def kill(c, futures):
@@ -336,7 +334,15 @@ def test_worker_killed_mid_fit(client, kill_data, monkeypatch):
             time.sleep(0.002)
         os.kill(next(iter(pids.values())), signal.SIGKILL)
 
-    result = _fit_interrupted(monkeypatch, X, y, kill)
+    return kill
+
+
+def test_worker_killed_mid_fit(client, kill_data, monkeypatch):
+    """A worker process killed (SIGKILL) while the parts run: the fit finishes on the
+    workers left (the nanny brings one back) with the exact solution, or raises
+    WorkerLostError; no hang."""
+    X, y, f_ref = kill_data
+    result = _fit_interrupted(monkeypatch, X, y, _kill_a_busy_worker(client))
     if "est" in result:
         assert abs(result["est"].objective_[0] - f_ref) <= 1e-5 * abs(f_ref)
     client.wait_for_workers(2, timeout=60)
@@ -357,19 +363,7 @@ def test_worker_killed_while_pairs_run(client, monkeypatch):
     X, y = _blobs(np.random.default_rng(11), n=1500, d=4, k=3)
     ref = SVC(solver="smo", **KILL).fit(X, y).objective_
     sent = _pairs_sent(monkeypatch)
-    pids = client.run(os.getpid)
-
-    def kill(c, futures):
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            busy = [w for w, tasks in c.processing().items() if tasks]
-            if busy:
-                os.kill(pids[busy[0]], signal.SIGKILL)
-                return
-            time.sleep(0.002)
-        os.kill(next(iter(pids.values())), signal.SIGKILL)
-
-    result = _fit_interrupted(monkeypatch, X, y, kill)
+    result = _fit_interrupted(monkeypatch, X, y, _kill_a_busy_worker(client))
     assert sent == [[(0, 1), (0, 2), (1, 2)]]
     if "est" in result:
         np.testing.assert_allclose(result["est"].objective_, ref, rtol=1e-5)
