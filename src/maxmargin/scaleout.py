@@ -30,6 +30,9 @@ they stay clonable and picklable):
 
   Each round strictly lowers the objective and there are finitely many working sets, so
   the loop ends; the solution is exact, as the local global solve.
+* with many classes, the one-vs-one problems large enough to divide are tasks side by side instead
+  (:meth:`DaskExecutor.map_pairs`), each solved on one worker with its threads, when there are at least
+  as many as the cluster has worker threads (``svm.BaseSVMClassifier._fit_pairs_on_dask``);
 * a worker lost during the fit: its tasks are run again on the workers left (parts
   travel inside their tasks; scattered blocks are scattered again); if no worker comes
   back within ``timeout`` seconds, :class:`WorkerLostError`.

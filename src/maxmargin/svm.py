@@ -801,8 +801,8 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
         opts = getattr(self, "solver_options", None) or {}
         if opts.get("backend") != "dask" or len(pairs) < 2:
             return None
-        if getattr(self, "formulation", None) is None or opts.get("early_stop") is not None:
-            return None  # NuSVC, early_stop: the usual route names what is not supported
+        if getattr(self, "formulation", None) is None or opts.get("early_stop") is not None or kern.code == 4:
+            return None  # NuSVC, early_stop, a Gram matrix or callable kernel: the usual route names the problem
         if warm is not None or self.callback is not None or getattr(self, "warm_start", False):
             return None
         below = self._divide_smo_below()
