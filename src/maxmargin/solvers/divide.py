@@ -372,9 +372,14 @@ def partition(
     # refused on the first k-means run where its kernel mass across parts is too high, without the other runs
     # (mid64's pairs: 0.939 for the first run and for the best; on a 30-D wide kernel of 300 rows the four runs
     # left 0.79, 0.95, 0.75 and 0.89 -- unbalanced parts keep more within -- so the rule is a coarse one)
-    give_up = None if max_across is None else (lambda lab: kernel_across(Kss, lab, n_parts) > max_across)
-    sample_labels = kernel_kmeans(Kss, n_parts, rng, give_up=give_up)
-    across = kernel_across(Kss, sample_labels, n_parts)
+    first = {}  # the first run's labels and their mass across, measured once
+
+    def give_up(lab):
+        first.update(labels=lab, across=kernel_across(Kss, lab, n_parts))
+        return first["across"] > max_across
+
+    sample_labels = kernel_kmeans(Kss, n_parts, rng, give_up=None if max_across is None else give_up)
+    across = first["across"] if first.get("labels") is sample_labels else kernel_across(Kss, sample_labels, n_parts)
     if max_across is not None and across > max_across:
         return Partition(labels=None, n_parts=n_parts, across=across)
     csq = _centre_sq(Kss, sample_labels, n_parts)
