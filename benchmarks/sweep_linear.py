@@ -14,8 +14,9 @@ generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights
 (``text100``'s rows, 20,000 of them, with a planted sparse linear target) and ``reg_wide`` (5,000 x 2,000
 Gaussian, 50 planted weights); session 28 added the shapes ``wide400`` (320 x 20,000 dense), ``imbal100k`` (1%
 positives), ``short_text`` (200k rows of 3-13 words) and ``classes200`` (200 classes, sparse), and ``reg_<set>``,
-a planted target on the rows of any classification set (:func:`planted_target`).  Fit times: median of
-``--repeat`` fits after warm-up fits
+a planted target on the rows of any classification set (:func:`planted_target`); session 44 ``rated_<set>``,
+that target rounded to ratings 1-5 (:func:`rated_target`: on repeated rows, repeated (row, rating) pairs).  Fit
+times: median of ``--repeat`` fits after warm-up fits
 (:func:`median_time`: fits of milliseconds are repeated for 0.3 s), LIBLINEAR's problem built once.  "test" is
 the accuracy (classification) or the mean squared error
 (regression) of each model on the held-out rows, computed here from each model's predictions; "objective" is
@@ -107,6 +108,9 @@ CASES = (
     "reg_covlike/svr-l2",
     "reg_cancer/svr-l2",
     "reg_digits/svr-l2",
+    "rated_categories/svr-l2",
+    "rated_skin/svr-l2",
+    "rated_categories/svr-l1",
 )
 
 
@@ -149,9 +153,20 @@ def planted_target(name, seed=36):
     return Xtr, ftr / scale + 0.3 * rng.normal(size=Xtr.shape[0]), Xte, fte / scale
 
 
+def rated_target(name, seed=37):
+    """Ratings 1-5 on the rows of the classification set ``name``: the planted target of :func:`planted_target`
+    rounded to the nearest of five levels (with its noise, so identical rows may differ in rating).  On sets of
+    repeated rows (``categories``, ``skin``) identical (row, rating) pairs then repeat too, the shape LinearSVR
+    merges (session 44)."""
+    Xtr, ytr, Xte, yte = planted_target(name, seed)
+    return Xtr, np.clip(np.round(3 + 1.2 * ytr), 1, 5), Xte, np.clip(np.round(3 + 1.2 * yte), 1, 5)
+
+
 def load(name):
     if name in ("reg_dense", "reg_text", "reg_wide"):
         return globals()[name]()
+    if name.startswith("rated_"):  # rated_<set>: ratings 1-5 on a classification set's rows
+        return rated_target(name[6:])
     if name.startswith("reg_"):  # reg_<set>: a planted target on a classification set's rows
         return planted_target(name[4:])
     import datasets
