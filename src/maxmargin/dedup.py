@@ -62,7 +62,7 @@ _dense_hashes_par, _dense_hashes = parallel_and_serial(_dense_hashes_py)
 PARALLEL_MIN_VALUES = 1 << 18
 #: rows looked at by :func:`sampled_share`, and at most this many stored values in all
 SAMPLE_ROWS = 4096
-SAMPLE_VALUES = 1 << 17
+SAMPLE_VALUES = 1 << 15
 SAMPLE_BLOCKS = 64
 
 
