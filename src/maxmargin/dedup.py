@@ -20,6 +20,10 @@ distinct (x, y); a9a's 32,561 hold 26,008.  Where fewer than :data:`MAX_SHARE` o
 NuSVC, SVR, NuSVR, OneClassSVM) solves the smaller problem.  Rows are compared by their stored values: dense rows
 exactly (-0.0 = 0.0), CSR rows by their indices and values (rows equal as vectors but stored differently stay
 apart, which costs speed, never exactness).
+
+The linear estimators (``LinearSVC``, ``LinearSVR``: the squared losses' dual solvers, ``linear._repeats``) merge
+too, where :func:`sampled_share` -- a look at 4,096 rows, ~0.1 ms -- finds repeats first: the same primal problem
+with summed weights, their dual variables shared out by weight afterwards.
 """
 
 from __future__ import annotations
