@@ -97,6 +97,8 @@ SETS = (
     # session 41: rows that repeat (Skin_NonSkin: 3 colour values of 0..255; categorical one-hot rows)
     "skin",
     "categories",
+    # session 44: repeated rows of 10 classes (survey answers one-hot)
+    "survey",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

@@ -612,6 +612,26 @@ def categories(n=200_000, n_test=50_000, seed=41):
     return _split_at(X, y, n)
 
 
+def survey(n=200_000, n_test=50_000, seed=44):
+    """Survey answers one-hot encoded: 6 questions of 8 answers each, drawn with Zipf-like frequencies, 48 binary
+    CSR columns, 6 ones a row, so rows repeat (30% of the training rows distinct (x, y)); 10 classes from a noisy argmax
+    of per-answer effects (multi-class repeated rows, session 44)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m = n + n_test
+    fields, levels, k = 6, 8, 10
+    p = 1.0 / np.arange(1, levels + 1) ** 1.6
+    v = rng.choice(levels, size=(m, fields), p=p / p.sum())
+    indices = (v + np.arange(fields) * levels).astype(np.int32).ravel()
+    X = sp.csr_matrix(
+        (np.ones(indices.shape[0]), indices, np.arange(0, indices.shape[0] + 1, fields)), (m, fields * levels)
+    )
+    effects = rng.normal(size=(fields * levels, k))
+    y = np.argmax(np.asarray(X @ effects) + 1.5 * rng.gumbel(size=(m, k)), axis=1)
+    return _split_at(X, y, n)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -650,4 +670,6 @@ LOADERS.update(
     emptyrows=emptyrows,
     # session 41
     categories=categories,
+    # session 44
+    survey=survey,
 )
