@@ -13,7 +13,7 @@ from maxmargin import LinearSVC, LinearSVR, dedup, linear
 liblinearutil = pytest.importorskip("liblinear.liblinearutil")
 
 
-def _repeated(rng, n=3000, n_distinct=400, d=6, k=2, flip=0.1):
+def _repeated(rng, n=12000, n_distinct=400, d=6, k=2, flip=0.1):
     """Rows drawn from ``n_distinct`` points on a grid (so rows repeat), labels from a rule with some flipped
     (identical rows with different labels too)."""
     base = np.round(rng.normal(size=(n_distinct, d)) * 2) / 2
@@ -127,7 +127,7 @@ def test_not_merged_where_it_does_not_pay(rng, merges):
         LinearSVC(tol=1e-2, random_state=0, **kw).fit(X, y)
         assert merges[-1] is None, kw
     # a third of the rows empty (their bias alone), the rest distinct: nothing to merge
-    Xd = rng.normal(size=(3000, 5))
+    Xd = rng.normal(size=(12000, 5))
     Xd[::3] = 0.0
     yd = (Xd[:, 0] > 0).astype(int)
     for Xin in (Xd, sp.csr_matrix(Xd)):
@@ -135,6 +135,10 @@ def test_not_merged_where_it_does_not_pay(rng, merges):
         assert dedup.sampled_share(Xin, yd, empty_apart=True) == 1.0
         LinearSVC(dual=True, tol=1e-2, random_state=0).fit(Xin, yd)
         assert merges[-1] is None
+    # fewer rows than MERGE_MIN_ROWS: not looked at
+    few = linear.MERGE_MIN_ROWS - 1
+    assert linear._repeats(X[:few], y[:few], np.ones(few), 1) is None
+    assert linear._repeats(X, y, np.ones(y.shape[0]), 1) is not None
     # empty rows among repeated ones stay apart in the groups found
     Xe = X.copy()
     Xe[:600] = 0.0

@@ -181,13 +181,16 @@ THREADS_MIN_WORK = 8000
 #: identical training rows of one label are solved as one row of their summed weights (:mod:`maxmargin.dedup`) by
 #: these solvers: the squared losses' dual epochs (LIBLINEAR's 1 and 12) ...
 MERGING_SOLVERS = frozenset({1, 12})
-#: ... where at most this share of a sample of the rows is distinct (``dedup.sampled_share``, ~0.1 ms)
+#: ... on at least this many rows (the sample's ~0.05-0.1 ms was 2-4% of the fits of 6,000 rows: mushrooms, text2,
+#: abstracts, emptyrows; merging saves at most a few milliseconds there) ...
+MERGE_MIN_ROWS = 10_000
+#: ... where at most this share of a sample of the rows is distinct (``dedup.sampled_share``)
 MERGE_SAMPLE_SHARE = 0.9
 
 
 def _repeats(X, codes, sw, solver):
     r"""The groups of identical rows of one label (``codes``: integers, equal where the labels are) to merge, or
-    None (:data:`MERGING_SOLVERS`, :data:`MERGE_SAMPLE_SHARE`, ``dedup.find``'s own limits).
+    None (:data:`MERGING_SOLVERS`, :data:`MERGE_MIN_ROWS`, :data:`MERGE_SAMPLE_SHARE`, ``dedup.find``'s own limits).
 
     Merging is exact: rows with equal :math:`x_i` and :math:`y_i` have equal losses at every :math:`w`, so
     :math:`\sum_{i\in G} C_i\,\ell(w; x_i, y_i) = (\sum_{i\in G} C_i)\,\ell(w; x_G, y_G)` -- the same primal
@@ -203,7 +206,7 @@ def _repeats(X, codes, sw, solver):
       shares, and 1,800 empty rows of 6,000 merged into two took the squared hinge's epochs from 14 to 54;
     * the primal solvers (TRON, the L1 penalty's coordinate descent): their fits are short, and the search for
       the groups (``dedup.find``: 41 ms on the one-hot rows above) would be a large part of them."""
-    if solver not in MERGING_SOLVERS or X.shape[0] < dedup.MIN_ROWS:
+    if solver not in MERGING_SOLVERS or X.shape[0] < max(MERGE_MIN_ROWS, dedup.MIN_ROWS):
         return None
     if dedup.sampled_share(X, codes, empty_apart=True) > MERGE_SAMPLE_SHARE:
         return None
