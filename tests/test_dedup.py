@@ -103,10 +103,29 @@ def test_groups_keep_rows_apart_on_a_hash_collision():
     dedup._groups(order, keys, labels, mergeable, True, X, z, np.zeros(1, dtype=np.int64), np.zeros(2, np.int64), group)
     # rows 0 and 1 merge; 2 differs, 3 has another label, 4 and 5 (zeros) differ from row 0, 6 may not merge
     np.testing.assert_array_equal(group, [0, 0, 2, 3, 4, 5, 6])
+    # the same whatever the order within the run (find's sort is not stable): the head is the least mergeable index
+    dedup._groups(
+        order[::-1].copy(), keys, labels, mergeable, True, X, z, np.zeros(1, np.int64), np.zeros(2, np.int64), group
+    )
+    np.testing.assert_array_equal(group, [0, 0, 2, 3, 4, 5, 6])
     # -0.0 and 0.0 hash alike
     h = np.empty(2, dtype=np.uint64)
     dedup._dense_hashes(X[4:6], np.zeros(2, dtype=np.int64), h)
     assert h[0] == h[1]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_find_groups_equal_rows_of_one_label(rng, sparse):
+    """Against a grouping by np.unique over (label, row): every group is one (row, label) value, each value one
+    group (no collisions at this size), headed by its first row, with the bounds summed."""
+    X, y = _repeated(rng, n=5000, n_distinct=300, d=3, k=3)
+    C = rng.choice([0.5, 1.0, 2.0], size=y.shape[0])
+    dup = dedup.find(sp.csr_matrix(X) if sparse else X, y, C)
+    _, first, inverse = np.unique(np.column_stack([y, X]), axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    np.testing.assert_array_equal(dup.keep, np.sort(first))
+    np.testing.assert_array_equal(dup.keep[dup.group], first[inverse])
+    np.testing.assert_allclose(dup.C, np.bincount(dup.group, weights=C))
 
 
 def test_expand_splits_each_group_in_row_order():
