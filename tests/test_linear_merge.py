@@ -80,6 +80,25 @@ def test_svc_merged_rows_reach_liblinears_optimum(rng, merges, sparse, k):
     np.testing.assert_allclose(est.coef_, plain.coef_, atol=2e-3 * np.abs(plain.coef_).max())
 
 
+def test_primal_merges_for_many_classes_only(rng, merges):
+    """TRON (``dual=False``) merges where it solves at least TRON_MERGE_MIN_PROBLEMS one-vs-rest problems, and
+    reaches scikit-learn's optimum on every row; with two classes it keeps every row."""
+    k = linear.TRON_MERGE_MIN_PROBLEMS
+    X, y = _repeated(rng, k=k)
+    sw = rng.choice([0.5, 1.0, 2.0], size=y.shape[0])
+    est = LinearSVC(C=0.5, dual=False, tol=1e-8, max_iter=1000, random_state=0).fit(X, y, sample_weight=sw)
+    assert est.solver_type_ == 2 and merges[-1] is not None
+    ref = SkLinearSVC(C=0.5, dual=False, tol=1e-8, max_iter=100_000, random_state=0).fit(X, y, sample_weight=sw)
+    ours = primal_svc("l2", "squared_hinge", "ovr", X, y, est.coef_, est.intercept_, 0.5, sw=sw)
+    theirs = primal_svc("l2", "squared_hinge", "ovr", X, y, ref.coef_, ref.intercept_, 0.5, sw=sw)
+    np.testing.assert_allclose(est.objective_, ours, rtol=1e-9)
+    for a, b in zip(ours, theirs):
+        assert a <= b * (1 + 1e-7) and _rel(a, b) < 1e-6, (a, b)
+    X2, y2 = _repeated(rng, k=2)
+    LinearSVC(dual=False, tol=1e-4, random_state=0).fit(X2, y2)
+    assert merges[-1] is None
+
+
 def test_svr_merged_rows_reach_liblinears_optimum(rng, merges):
     X, _ = _repeated(rng)
     y = np.clip(np.round(3 + X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=X.shape[0])), 1, 5)  # ratings 1-5
