@@ -194,7 +194,8 @@ MERGE_SAMPLE_SHARE = 0.9
 
 
 def _repeats(X, codes, sw, solver, n_problems=1):
-    r"""The groups of identical rows of one label (``codes``: integers, equal where the labels are) to merge, or
+    r"""The groups of identical rows of one label (``codes``: integers, equal where the labels are, or a callable
+    giving them, called only where the rows may merge) to merge, or
     None (:data:`MERGING_SOLVERS`, :data:`MERGE_MIN_ROWS`, :data:`MERGE_SAMPLE_SHARE`, ``dedup.find``'s own limits).
 
     Merging is exact: rows with equal :math:`x_i` and :math:`y_i` have equal losses at every :math:`w`, so
@@ -215,6 +216,7 @@ def _repeats(X, codes, sw, solver, n_problems=1):
     tron = solver == 2 and n_problems >= TRON_MERGE_MIN_PROBLEMS
     if not (solver in MERGING_SOLVERS or tron) or X.shape[0] < max(MERGE_MIN_ROWS, dedup.MIN_ROWS):
         return None
+    codes = codes() if callable(codes) else codes
     if dedup.sampled_share(X, codes, empty_apart=True) > MERGE_SAMPLE_SHARE:
         return None
     return dedup.find(X, codes, sw, mergeable=_stored_rows(X))
@@ -228,15 +230,11 @@ def _stored_rows(X):
 
 
 def _merged_dual(dual, dup):
-    """Dual variables of the original rows (``(n,)`` or Crammer-Singer's ``(n, k)``) as those of the merged
-    problem: a group's sum (the warm start of a fit on merged rows)."""
+    """Dual variables of the original rows as those of the merged problem: a group's sum (the warm start of a fit
+    on merged rows)."""
     if dual is None or dup is None:
         return dual
-    d = np.asarray(dual, dtype=np.float64)
-    m = dup.keep.shape[0]
-    if d.ndim == 1:
-        return np.bincount(dup.group, weights=d, minlength=m)
-    return np.stack([np.bincount(dup.group, weights=d[:, j], minlength=m) for j in range(d.shape[1])], axis=1)
+    return np.bincount(dup.group, weights=np.asarray(dual, dtype=np.float64), minlength=dup.keep.shape[0])
 
 
 def _split_dual(dual, dup, sw):
@@ -245,9 +243,7 @@ def _split_dual(dual, dup, sw):
     problem with the same ``w``."""
     if dual is None or dup is None:
         return dual
-    share = sw / dup.C[dup.group]
-    d = np.asarray(dual)[dup.group]
-    return d * share if d.ndim == 1 else d * share[:, None]
+    return np.asarray(dual)[dup.group] * (sw / dup.C[dup.group])
 
 
 class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
@@ -545,7 +541,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
 
         if solver == 4:
             ld = linear_data(X, bias)
-            alpha0 = _merged_dual(warm["dual"][0] * ratio, dup) if warm is not None else None
+            alpha0 = warm["dual"][0] * ratio if warm is not None else None  # (Crammer-Singer never merges)
             with one_blas_thread():
                 fits = [cs_ipm.solve(ld, y_idx, k, C * sw * cw[y_idx], seed=seed, alpha0=alpha0, **self._options(0, 1))]
         else:
@@ -729,7 +725,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         bias = self._bias()
         # identical rows of one target as one row of their summed weights (exact; _repeats): the targets' bits as
         # their codes (-0.0 as 0.0)
-        dup = _repeats(X, np.ascontiguousarray(y + 0.0).view(np.int64), sw, solver)
+        dup = _repeats(X, lambda: np.ascontiguousarray(y + 0.0).view(np.int64), sw, solver)
         sw_rows = sw
         if dup is not None:
             X, y, sw = X[dup.keep], y[dup.keep], dup.C
