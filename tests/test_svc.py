@@ -593,7 +593,7 @@ def test_one_blas_thread_blocks_share_one_limit_across_nesting_and_threads(monke
         def __exit__(self, *exc):
             events.append("lifted")
 
-    monkeypatch.setattr(_threads, "blas_threads", lambda n: Limit())
+    monkeypatch.setattr(_threads, "_one_thread_limit", lambda: Limit())
     with _threads.one_blas_thread():
         with _threads.one_blas_thread():
             pass
@@ -614,6 +614,28 @@ def test_one_blas_thread_blocks_share_one_limit_across_nesting_and_threads(monke
     release.set()
     t.join(10)
     assert events == ["set", "lifted", "set", "lifted"] and _threads._ONE["depth"] == 0
+
+
+def test_one_blas_thread_holds_the_real_libraries_to_one_thread_and_gives_their_counts_back():
+    """The lean hold (the libraries' own get/set calls, not threadpoolctl's ``limit``) does what ``limit`` did:
+    every BLAS library on one thread inside, its own count back after, also where it was not the same for all."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from maxmargin import _threads
+
+    def counts():
+        return [d["num_threads"] for d in threadpoolctl.threadpool_info() if d["user_api"] == "blas"]
+
+    if not counts():
+        pytest.skip("no BLAS library that threadpoolctl can see")
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = counts()
+        with _threads.one_blas_thread():
+            assert counts() == [1] * len(before)
+            with _threads.one_blas_thread():
+                assert counts() == [1] * len(before)
+            assert counts() == [1] * len(before)
+        assert counts() == before
+    assert isinstance(_threads._one_thread_limit(), _threads._BlasHeld)
 
 
 def test_small_smo_problems_set_no_blas_limit():

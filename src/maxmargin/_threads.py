@@ -30,6 +30,18 @@ def cores():
     return max(1, min(n, numba.get_num_threads()))
 
 
+def _controller():
+    """The process's :class:`threadpoolctl.ThreadpoolController`, made once (None where threadpoolctl fails)."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER.append(ThreadpoolController())
+        except Exception:  # pragma: no cover - threadpoolctl missing or failing
+            _CONTROLLER.append(None)
+    return _CONTROLLER[0]
+
+
 def blas_threads(n):
     """A context in which BLAS runs on at most ``n`` threads (a no-op where threadpoolctl fails).
 
@@ -37,13 +49,46 @@ def blas_threads(n):
     ``threadpool_limits`` looks them up again on every call by reading ``/proc/self/maps``,
     which cost about 7 ms a call, 15 ms of a 30 ms batched fit."""
     try:
-        if not _CONTROLLER:
-            from threadpoolctl import ThreadpoolController
-
-            _CONTROLLER.append(ThreadpoolController())
-        return _CONTROLLER[0].limit(limits=max(1, int(n)), user_api="blas")
+        return _controller().limit(limits=max(1, int(n)), user_api="blas")
     except Exception:  # pragma: no cover - threadpoolctl missing or failing: run as is
         return contextlib.nullcontext()
+
+
+class _BlasHeld:
+    """BLAS held to one thread by the libraries' own calls: each library's count is read, set to 1 where it is not,
+    and put back on exit.  ``threadpoolctl``'s ``limit`` does the same through a description of every library
+    (``info()``, dicts a library) at ~20 us a fit, a sixth of a 0.12 ms ``LinearSVC`` fit on 200 rows; this takes
+    ~1 us where BLAS already runs on one thread and ~4 us where it does not."""
+
+    def __init__(self, libs):
+        self.libs = libs
+        self.old = ()
+
+    def __enter__(self):
+        self.old = [(lib, lib.num_threads) for lib in self.libs]
+        for lib, n in self.old:
+            if n != 1:
+                lib.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        for lib, n in self.old:
+            if n != 1:
+                lib.set_num_threads(n)
+        return False
+
+
+def _one_thread_limit():
+    """A context holding BLAS to one thread: :class:`_BlasHeld` on the controller's BLAS libraries, or
+    :func:`blas_threads` where the controller lacks the per-library calls (threadpoolctl releases differ)."""
+    try:
+        libs = [lib for lib in _controller().lib_controllers if lib.user_api == "blas"]
+        for lib in libs:
+            lib.num_threads  # noqa: B018 - the call this needs, tried once
+            lib.set_num_threads  # noqa: B018
+        return _BlasHeld(libs)
+    except Exception:  # noqa: BLE001 - any failure: the general route
+        return blas_threads(1)
 
 
 #: the open :func:`one_blas_thread` blocks of the process and the limit the first of them set
@@ -58,10 +103,10 @@ def one_blas_thread():
     BLAS's thread count is one setting for the whole process, so the blocks open at a time (nested, or on the
     threads of one fit) share one limit: the first block to open sets it, the last to close lifts it.  Setting
     and lifting cost ~50 us together, which every one-vs-one pair paid again inside its fit's block (190 pairs:
-    10 ms of a 90 ms fit)."""
+    10 ms of a 90 ms fit); :func:`_one_thread_limit` brought a block's cost to 1-4 us (session 45)."""
     with _ONE_LOCK:
         if _ONE["depth"] == 0:
-            _ONE["limit"] = blas_threads(1)
+            _ONE["limit"] = _one_thread_limit()
             _ONE["limit"].__enter__()
         _ONE["depth"] += 1
     try:
