@@ -415,9 +415,10 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
         return cores() if self.n_jobs is None else int(self.n_jobs)
 
     def _finish(self, fits, nf, bias, t_start):
-        one = len(fits) == 1 and np.ndim(fits[0].w) == 1  # a binary problem (~3 us less than the general route)
-        if one:
-            W = fits[0].w.reshape(1, -1).copy()
+        if len(fits) == 1 and np.ndim(fits[0].w) == 1:
+            # a binary problem: coef_ a view of the fit's own w (fresh from every solver; the warm state holds it
+            # too, and every warm start copies it).  Stacking copied it: 8 MB and its page faults at 1M features.
+            W = fits[0].w.reshape(1, -1)
         elif len(fits) == 1 and np.ndim(fits[0].w) == 2:
             # Crammer-Singer's weights, a Fortran-ordered view of its feature-major array: coef_ keeps that order,
             # so no copy (stacking made a C-ordered copy and coef_ then a Fortran-ordered one: ~25 ms of a 220 ms

@@ -60,10 +60,10 @@ from ._linear_common import (
     rng_state,
     row_axpy,
     row_dot,
-    sqnorms,
     shuffle_active,
     sparse_dot,
     sparse_sum,
+    sqnorms,
     svr_step,
     weighted_sum,
 )
