@@ -1634,3 +1634,24 @@ def test_l1_penalty_fused_columns_same_iterates(dtype):
     est = LinearSVC(penalty="l1", dual=False, tol=1e-6, random_state=0).fit(X, y, sample_weight=C)
     np.testing.assert_allclose(np.r_[est.coef_.ravel(), est.intercept_], a.w, rtol=0, atol=0)
     assert cd_l1.fused_columns(np.where(X > 2.5, X, 0), 1.0) is None  # sparse-ish dense rows: CSC as before
+
+
+def test_narrow_column_numbers_give_the_dual_the_same_iterates(monkeypatch):
+    """The record epochs read uint16 column numbers below 65,536 features (``narrow_indices``): the same
+    coefficients, bit for bit, as with the int32 numbers; wider data keep their int32 numbers."""
+    from maxmargin.solvers import _linear_common as lc
+
+    rng = np.random.default_rng(3)
+    X = sp.random(3000, 700, density=0.03, format="csr", random_state=4)
+    y = np.where(X @ rng.normal(size=700) + 0.1 * rng.normal(size=3000) > 0, 1, -1)
+    ld = lc.linear_data(X, 1.0)
+    assert lc.narrow_indices(ld).dtype == np.uint16
+    np.testing.assert_array_equal(lc.narrow_indices(ld), ld.indices)
+    wide = lc.linear_data(sp.csr_matrix((np.ones(2), ([0, 1], [5, 70_000])), shape=(2, 70_001)), 1.0)
+    assert lc.narrow_indices(wide) is wide.indices
+    narrow = LinearSVC(dual=True, tol=1e-4, random_state=0).fit(X, y)
+    monkeypatch.setattr(lc, "NARROW_MAX_FEATURES", 0)
+    plain = LinearSVC(dual=True, tol=1e-4, random_state=0).fit(X, y)
+    assert narrow.n_iter_ == plain.n_iter_
+    np.testing.assert_array_equal(narrow.coef_, plain.coef_)
+    np.testing.assert_array_equal(narrow.intercept_, plain.intercept_)

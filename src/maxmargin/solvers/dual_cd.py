@@ -50,6 +50,7 @@ from ._linear_common import (
     drive,
     epoch_end,
     fold_singletons,
+    narrow_indices,
     prefetch_entries,
     prefetch_plan,
     prefetch_row,
@@ -922,6 +923,7 @@ def solve_svc(
             split = SplitEpochs(ld, y, alpha, QD, diag, upper, w, index, rng, m)
     async_limit = max(int(max_iter) // 2, 1)
     records = [None]  # the per-row records of the serial CSR epochs (made at their first call)
+    narrow = [None]  # their column numbers (narrow_indices)
 
     def step(k):
         if asynchronous[0]:
@@ -963,6 +965,7 @@ def solve_svc(
         else:
             if records[0] is None:
                 records[0] = row_records(y, alpha, QD, diag, upper, ld.indptr)
+                narrow[0] = narrow_indices(ld)  # (the same column numbers in fewer bytes where they fit)
             R = records[0]
             epochs = (
                 (_svc_epochs_rec_staged if whole_rows(ld) else _svc_epochs_rec_staged_head)
@@ -970,7 +973,7 @@ def solve_svc(
                 else _svc_epochs_rec
             )
             rec = (R, w, index, istate, fstate, rng, float(tol), int(k), bool(shrinking), ld.unit, plan[0], plan[1])
-            code = epochs(ld.data, ld.indices, ld.n_features, float(ld.bias), *rec)
+            code = epochs(ld.data, narrow[0], ld.n_features, float(ld.bias), *rec)
             alpha[:] = R[REC_ALPHA::REC_WIDTH]
         return code, istate[1]
 
