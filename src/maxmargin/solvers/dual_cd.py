@@ -1081,7 +1081,7 @@ def solve_svr(
             )
             code = run(
                 ld.data,
-                ld.indices,
+                narrow_indices(ld),  # (made once per LinearData)
                 ld.n_features,
                 float(ld.bias),
                 R,
