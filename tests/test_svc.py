@@ -618,7 +618,7 @@ def test_one_blas_thread_blocks_share_one_limit_across_nesting_and_threads(monke
 
 def test_one_blas_thread_holds_the_real_libraries_to_one_thread_and_gives_their_counts_back():
     """The lean hold (the libraries' own get/set calls, not threadpoolctl's ``limit``) does what ``limit`` did:
-    every BLAS library on one thread inside, its own count back after, also where it was not the same for all."""
+    every BLAS library on one thread inside (nested blocks too), its own count back after."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     from maxmargin import _threads
 

@@ -234,7 +234,7 @@ class Folded:
         return out
 
 
-#: the dual CD's record epochs read the rows' column numbers as uint16 (:func:`narrow_indices`) below this many
+#: the dual CD's record epochs read the rows' column numbers as uint16 (:func:`narrow_indices`) up to this many
 #: features: 2 bytes a stored value instead of 4, the same iterates.  Session 45, epochs to tol 0.1 from zero
 #: (uint16 / int32): ijcnn1 0.92-0.96, a9a 0.95-0.98, mushrooms 0.98, text2 0.93-0.94 (uint8 was 1-3% faster
 #: still, not worth a third compiled copy of each loop)
@@ -242,8 +242,8 @@ NARROW_MAX_FEATURES = 1 << 16
 
 
 def narrow_indices(ld):
-    """``ld.indices`` as uint16 where every column number fits (CSR rows, fewer than
-    :data:`NARROW_MAX_FEATURES` features), made once per :class:`LinearData` (one-vs-rest problems share it);
+    """``ld.indices`` as uint16 where every column number fits (CSR rows, at most :data:`NARROW_MAX_FEATURES`
+    features), made once per :class:`LinearData` (one-vs-rest problems share it);
     else ``ld.indices`` itself."""
     if ld.dense or ld.n_features > NARROW_MAX_FEATURES or ld.indices.dtype == np.uint16:
         return ld.indices
