@@ -89,6 +89,7 @@ from numba import njit, prange
 from ._jit import parallel_and_serial
 from .kernels import PRECOMPUTED
 from .kernels.engine import KernelRows, decide, held_times, kernel_times, postings_per_value
+from .kernels.formulas import dot_prefix
 from .kernels.rowcache import KernelRowPool, RowCache, gram_data, kernel_data
 
 #: folds of the internal cross-validation (LIBSVM's value)
@@ -337,15 +338,6 @@ def _coupled_rows_py(dec, A, B, pa, pb, k, out, bad):
                 bad[i] = True
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _dot_prefix(a, b, m):
-    """``a[:m] @ b[:m]``, reassociated (vector lanes; a separate function, so that the flag stays here)."""
-    s = 0.0
-    for t in range(m):
-        s += a[t] * b[t]
-    return s
-
-
 def _coupled_rows_chol_py(dec, A, B, pa, pb, k, out, bad):
     """:func:`_coupled_rows_py` by the Cholesky factor of ``Q``: with :math:`r_{ab} > 0` (the clipping)
     ``Q`` is positive definite (Wu, Lin & Weng 2004) and the bordered system's solution is
@@ -369,8 +361,8 @@ def _coupled_rows_chol_py(dec, A, B, pa, pb, k, out, bad):
         for t in range(k):
             Lt = L[t]
             for j in range(t):
-                Lt[j] = (Lt[j] - _dot_prefix(Lt, L[j], j)) / L[j, j]
-            d = Lt[t] - _dot_prefix(Lt, Lt, t)
+                Lt[j] = (Lt[j] - dot_prefix(Lt, L[j], j)) / L[j, j]
+            d = Lt[t] - dot_prefix(Lt, Lt, t)
             if not d > 0.0:
                 ok = False
                 break
@@ -380,7 +372,7 @@ def _coupled_rows_chol_py(dec, A, B, pa, pb, k, out, bad):
             continue
         z = np.empty(k)  # L z = e
         for t in range(k):
-            z[t] = (1.0 - _dot_prefix(L[t], z, t)) / L[t, t]
+            z[t] = (1.0 - dot_prefix(L[t], z, t)) / L[t, t]
         x = np.empty(k)  # L' x = z
         for t in range(k - 1, -1, -1):
             v = z[t]

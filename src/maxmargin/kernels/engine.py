@@ -35,7 +35,7 @@ from numba import njit, prange, uint64
 from .._jit import parallel_and_serial
 from .._ready import canonical_csr
 from .blocks import columns_of, postings_dots
-from .formulas import PRECOMPUTED, RBF, transform
+from .formulas import PRECOMPUTED, RBF, dot_prefix, transform
 from .objects import densify_if_cheap, row_norms_sq
 
 #: kernel rows of data with at most this many features come from a compiled loop;
@@ -220,10 +220,7 @@ def _times_sparse_py(cptr, cidx, cval, d, bptr, bidx, bval, sq_b, sq, code, gamm
             for r in range(r0, r1):
                 _sparse_row_dot(o, T, bidx, bval, bptr[r], bptr[r + 1])
                 transform(o, code, gamma, coef0, degree, sq_b[r], sqc, scratch)
-                acc = 0.0
-                for t in range(w):
-                    acc += o[t] * cc[t]
-                res[r] += acc
+                res[r] += dot_prefix(o, cc, w)
 
 
 def _rows_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coef0, degree, out, dest):
@@ -256,10 +253,7 @@ def _times_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, co
             o[:] = 0.0
             postings_dots(o, bidx, bval, bptr[r], bptr[r + 1], cptr, crow, cval)
             transform(o, code, gamma, coef0, degree, sq_b[r], sq, scratch)
-            acc = 0.0
-            for t in range(m):
-                acc += o[t] * coef[t]
-            res[r] = acc
+            res[r] = dot_prefix(o, coef, m)
 
 
 #: Below this many multiply-adds a parallel region costs more than it gives: waking
