@@ -147,6 +147,21 @@ def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, 
     assert not called  # the predict paths on an AVX-512 host (engine.FUSED_DENSE_PREDICT): blocks
 
 
+def test_dot_prefix_sums_the_first_m_products_in_any_order_to_rounding():
+    """The reassociated sum of the fused gradient-rebuild loops: every prefix length (the vector body, the
+    remainder, none at all) against an exactly rounded sum; entries past ``m`` are never read into it."""
+    import math
+
+    from maxmargin.kernels.formulas import dot_prefix
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=70), rng.normal(size=70)
+    b[60:] = np.nan  # past every prefix below: a read of them would show
+    for m in range(0, 61):
+        exact = math.fsum(float(x) * float(y) for x, y in zip(a[:m], b[:m]))
+        assert abs(dot_prefix(a, b, m) - exact) <= 1e-13 * max(1.0, float(np.abs(a[:m] * b[:m]).sum()))
+
+
 def test_kernel_times_of_a_callable_kernel_calls_it():
     X = data((40, 6))
     kern = make_kernel(lambda A, B: (A @ B.T + 1.0) ** 2)
