@@ -16,6 +16,11 @@ repeat (pixel colours, one-hot categories), and the latency of ``predict`` on on
 untimed (compilation), then ``--repeat`` times; the table gives medians and maxmargin / scikit-learn (< 1:
 maxmargin faster) for the fit and for ``predict`` on the test rows, and the agreement of the two predictions.
 Time it on a quiet machine.
+
+``--peer sklearnex`` times Intel's oneDAL (scikit-learn-intelex) instead of scikit-learn.  Where oneDAL does not
+take a case (its estimator is missing, or it hands the call back to scikit-learn: a kernel, sparse input or an
+option it lacks), the row says so in the "peer ran" column ("sklearn" for a fallback, "oneDAL" where
+sklearnex's log says it ran accelerated), so a ratio against a fallback is not read as one against oneDAL.
 """
 
 from __future__ import annotations
@@ -180,11 +185,51 @@ def _time(make, X, y, Xte, fit_kw, repeat):
     return statistics.median(fits), statistics.median(preds), pred
 
 
-def _latency(repeat):
-    """predict / decision_function / predict_proba on one row, 1,000 calls."""
-    import sklearn.svm as sk
+class _PeerLog:
+    """What sklearnex's log said during a call: oneDAL ran ("accelerated") or scikit-learn did ("fallback")."""
 
+    def __init__(self):
+        import logging
+
+        self.seen = set()
+        self.handler = logging.Handler()
+        self.handler.emit = self._emit
+        self.logger = logging.getLogger("sklearnex")
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(logging.INFO)
+        self.logger.propagate = False  # its lines read here, not printed between the table's rows
+        for h in list(self.logger.handlers):
+            if h is not self.handler:
+                self.logger.removeHandler(h)
+
+    def _emit(self, record):
+        text = record.getMessage().lower()
+        if "fallback" in text:
+            self.seen.add("sklearn")
+        elif "accelerated" in text:
+            self.seen.add("oneDAL")
+
+    def take(self):
+        out = "+".join(sorted(self.seen)) or "?"
+        self.seen = set()
+        return out
+
+
+def _peer_module(peer):
+    if peer == "sklearnex":
+        import sklearnex.svm
+
+        return sklearnex.svm
+    import sklearn.svm
+
+    return sklearn.svm
+
+
+def _latency(repeat, peer="sklearn"):
+    """predict / decision_function / predict_proba on one row, 1,000 calls."""
     import maxmargin as mm
+
+    sk = _peer_module(peer)
 
     X, y = _classification(2000, 20, flip_y=0.05)
     Xm, ym = _classification(2000, 20, n_classes=10, n_clusters_per_class=1)
@@ -222,22 +267,35 @@ def main(argv=None):
         "(default: all)",
     )
     ap.add_argument("--match", default="", help="only the cases whose name holds this text (e.g. NuSVR)")
+    ap.add_argument(
+        "--peer",
+        choices=("sklearn", "sklearnex"),
+        default="sklearn",
+        help="scikit-learn (LIBSVM) or scikit-learn-intelex (oneDAL; its fallbacks to scikit-learn are marked)",
+    )
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
-    import sklearn.svm as sk
-
     import maxmargin as mm
 
-    print(f"# bench_shapes: medians of {args.repeat}, maxmargin / scikit-learn (< 1: maxmargin faster)")
-    head = "| group | case | mm fit ms | sk fit ms | fit ratio | mm predict ms | sk predict ms | predict ratio"
-    print(head + " | agree % |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    sk = _peer_module(args.peer)
+    log = _PeerLog() if args.peer == "sklearnex" else None
+    who = "oneDAL" if log else "scikit-learn"
+    print(f"# bench_shapes: medians of {args.repeat}, maxmargin / {who} (< 1: maxmargin faster)")
+    head = "| group | case | mm fit ms | peer fit ms | fit ratio | mm predict ms | peer predict ms | predict ratio"
+    print(head + " | agree % |" + (" peer ran |" if log else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if log else ""))
     ratios = []
     for group, name, est, params, X, y, Xte, fit_kw in _cases():
         if (args.only and group not in args.only) or args.match not in name:
             continue
+        if not hasattr(sk, est):
+            print(f"| {group} | {name} | | | | | | | | {args.peer} has no {est} |")
+            continue
         a = _time(lambda: getattr(mm, est)(**params), X, y, Xte, fit_kw, args.repeat)
+        if log:
+            log.take()
         b = _time(lambda: getattr(sk, est)(**params), X, y, Xte, fit_kw, args.repeat)
+        ran = f" {log.take()} |" if log else ""
         if est in ("SVR", "NuSVR"):
             agree = np.mean(np.abs(a[2] - b[2]) <= 1e-2 * (1 + np.abs(b[2])))
         else:
@@ -245,12 +303,12 @@ def main(argv=None):
         ratios += [a[0] / b[0], a[1] / b[1]]
         print(
             f"| {group} | {name} | {a[0] * 1e3:.1f} | {b[0] * 1e3:.1f} | {a[0] / b[0]:.2f} | {a[1] * 1e3:.1f} | "
-            f"{b[1] * 1e3:.1f} | {a[1] / b[1]:.2f} | {100 * agree:.1f} |",
+            f"{b[1] * 1e3:.1f} | {a[1] / b[1]:.2f} | {100 * agree:.1f} |{ran}",
             flush=True,
         )
     if not args.only or "latency" in args.only:
-        print("\n| latency | mm us a call | sk us a call | ratio |\n|---|---|---|---|")
-        for label, t_mm, t_sk in _latency(args.repeat):
+        print("\n| latency | mm us a call | peer us a call | ratio |\n|---|---|---|---|")
+        for label, t_mm, t_sk in _latency(args.repeat, args.peer):
             ratios.append(t_mm / t_sk)
             print(f"| {label} | {t_mm * 1e6:.0f} | {t_sk * 1e6:.0f} | {t_mm / t_sk:.2f} |", flush=True)
     if ratios:

@@ -59,6 +59,9 @@ CASES = [
     ("dense", lambda: data((70, 40)), "dense", DENSE),
     ("sparse rows", lambda: data((70, 60), density=0.1), "sparse", SPARSE),
     ("wide sparse", lambda: data((70, 6000), density=0.003), "wide", SPARSE),
+    # few enough features to densify, but many: very sparse rows take the inverted index, denser ones the chunks
+    ("very sparse, 1,500 features", lambda: data((70, 1500), density=0.004), "wide", SPARSE),
+    ("denser, 1,500 features", lambda: data((70, 1500), density=0.2), "sparse", SPARSE),
 ]
 
 
@@ -160,6 +163,35 @@ def test_dot_prefix_sums_the_first_m_products_in_any_order_to_rounding():
     for m in range(0, 61):
         exact = math.fsum(float(x) * float(y) for x, y in zip(a[:m], b[:m]))
         assert abs(dot_prefix(a, b, m) - exact) <= 1e-13 * max(1.0, float(np.abs(a[:m] * b[:m]).sum()))
+
+
+@pytest.mark.parametrize("name,kw", KERNELS + [("rbf", {"gamma": 30.0})])
+@pytest.mark.parametrize("shape", [(300, 400), (300, 20_000)], ids=["sparse path", "wide path"])
+def test_kernel_times_over_the_touched_columns_only_matches_the_formula(name, kw, shape, monkeypatch):
+    """Very sparse rows: K(A, B) @ c from the columns each row shares a feature with, the rest from f(0) (RBF:
+    exp(-g|a|^2) exp(-g|b|^2)), forced on and off, against the naive formula; rows with no non-zero, negative
+    values and (gamma = 30) kernel values that underflow included."""
+    from maxmargin.kernels import engine
+
+    X = data(shape, density=8.0 / shape[1], seed=4)
+    X = sp.vstack([X, sp.csr_matrix((5, shape[1]))], format="csr")  # empty rows: they touch nothing
+    kern = make_kernel(name, **kw)
+    A, B = X[:150], X[150:]
+    c = np.random.default_rng(1).normal(size=B.shape[0])
+    ref = naive(name, kw, A, B) @ c
+    taken = []
+    real = engine.KernelRows._touched
+    monkeypatch.setattr(engine.KernelRows, "_touched", lambda self, *a: taken.append(1) or real(self, *a))
+    for fraction in (0.0, 1.0):
+        monkeypatch.setattr(engine, "TOUCHED_MAX_FRACTION", fraction)
+        for par in (True, False):
+            got = kernel_times(kern, A, B, c, parallel=par)
+            np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12 * np.abs(c).sum())
+    assert len(taken) == 2  # fraction 1.0 takes it on both thread settings, fraction 0.0 never
+    # the default choice on such rows: the touched columns
+    monkeypatch.setattr(engine, "TOUCHED_MAX_FRACTION", 0.25)
+    kernel_times(kern, A, B, c)
+    assert len(taken) == 3
 
 
 def test_kernel_times_of_a_callable_kernel_calls_it():

@@ -40,7 +40,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import dedup, formulations
 from .callbacks import report_of, reports_progress
-from .kernels import densify_if_cheap
 from .kernels.engine import FUSED_DENSE_PREDICT, kernel_times
 from .kernels.objects import block_rows_for
 from .solvers import smo
@@ -161,14 +160,18 @@ class BaseSingleSVM(BaseKernelSVM):
             return np.asarray(X @ w).ravel() + float(np.ravel(self.intercept_)[0])
         n = X.shape[0]
         out = np.empty(n)
-        SV = densify_if_cheap(self.support_vectors_)
         c = np.asarray(self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else self.dual_coef_)[0]
         if self.support_.shape[0] and self.kernel != "precomputed" and n * self.support_.shape[0] > SMALL_BLOCK_VALUES:
             # no kernel block stored where the fused loop of the gradient rebuild pays, as SVC's binary predict
             # (session 29, predict on the training rows, fused / blocks: SVR on TF-IDF text 6,000 x 40,000 0.17,
             # 6,000 x 300 at 5% 0.29; one-class 0.31 and 0.49); dense rows as engine.FUSED_DENSE_PREDICT says
             intercept = float(np.ravel(self.intercept_)[0])
-            return kernel_times(self._get_kernel(), X, SV, c, fused_dense=FUSED_DENSE_PREDICT) + intercept
+            # (the support vectors as stored: a dense copy of sparse ones went back to CSR in kernel_times)
+            return (
+                kernel_times(self._get_kernel(), X, self.support_vectors_, c, fused_dense=FUSED_DENSE_PREDICT)
+                + intercept
+            )
+        SV = self._sv_for_blocks(X)
         rows = block_rows_for(max(self.support_.shape[0], 1))
         for s in range(0, n, rows):
             e = min(s + rows, n)

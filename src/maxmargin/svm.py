@@ -52,7 +52,7 @@ from .formulations.pairs import PairFits, mark_support, pair_wins, scatter_dual
 from .kernels import densify_if_cheap
 from .kernels.blocks import block_data, block_mode
 from .kernels.engine import FUSED_DENSE_PREDICT, kernel_times
-from .kernels.objects import block_rows_for, make_kernel
+from .kernels.objects import block_rows_for, dense_product_pays, make_kernel
 from .problem import DualProblem, nu_svc_problem
 from .solvers import ipm, ovo, ovo_folds, smo
 from .solvers import registry as solver_registry
@@ -458,6 +458,15 @@ class BaseKernelSVM(CallbackSupportMixin, BaseEstimator):
         if sp.issparse(X) != self._sparse and self._sparse:
             X = sp.csr_matrix(X)
         return canonical_csr(X)
+
+    def _sv_for_blocks(self, X):
+        """The support vectors as the kernel blocks against rows of ``X`` take them: dense where BLAS pays (a dense
+        copy made once per call, not per block), sparse where the rows of both are sparse enough for a sparse
+        product (:func:`maxmargin.kernels.objects.dense_product_pays`)."""
+        SV = self.support_vectors_
+        if sp.issparse(SV) and sp.issparse(X) and not dense_product_pays(X, SV):
+            return SV
+        return densify_if_cheap(SV)
 
     def _kernel_to_sv(self, X, SV):
         """Kernel block between rows of X and the support vectors ``SV``."""
@@ -1389,7 +1398,6 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return (np.asarray(X @ W.T) + self.intercept_).reshape(n, max(n_pairs, 1))
         out = np.empty((n, n_pairs))
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        SV = densify_if_cheap(self.support_vectors_)  # once per call, not per block
         small = n * self.support_.shape[0] <= SMALL_BLOCK_VALUES
         if n_classes == 2 and self.kernel == "precomputed" and not small:
             # one matrix-vector product over the whole kernel row (coefficient 0 off the support vectors), not
@@ -1400,9 +1408,12 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return out
         if n_classes == 2 and self.support_.shape[0] and self.kernel != "precomputed" and not small:
             # no kernel block stored: the fused loop of the gradient rebuild where it applies
+            # (the support vectors as stored: a dense copy of sparse ones went back to CSR in kernel_times)
+            SV = self.support_vectors_
             decision = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0], fused_dense=FUSED_DENSE_PREDICT)
             out[:, 0] = decision + self.intercept_[0]
             return out
+        SV = self._sv_for_blocks(X)  # once per call, not per block
         rows = block_rows_for(max(self.support_.shape[0], 1))
         # many classes: each row's pair values from its class sums (votes.pair_values_from_kernel), no M
         CT = np.ascontiguousarray(self.dual_coef_.T) if n_classes >= votes.FUSED_MIN_CLASSES else None
@@ -1450,7 +1461,7 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             return None
         n = X.shape[0]
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        SV = densify_if_cheap(self.support_vectors_)
+        SV = self._sv_for_blocks(X)
         CT = np.ascontiguousarray(self.dual_coef_.T)
         out = np.empty((n, k)) if scores else np.empty(n, dtype=np.int64)
         rows = block_rows_for(n_sv)

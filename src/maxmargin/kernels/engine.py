@@ -35,8 +35,8 @@ from numba import njit, prange, uint64
 from .._jit import parallel_and_serial
 from .._ready import canonical_csr
 from .blocks import columns_of, postings_dots
-from .formulas import PRECOMPUTED, RBF, dot_prefix, transform
-from .objects import densify_if_cheap, row_norms_sq
+from .formulas import PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform
+from .objects import densifies_cheaply, densify_if_cheap, row_norms_sq
 
 #: kernel rows of data with at most this many features come from a compiled loop;
 #: wider data goes through BLAS (measured: the loop wins at 3 features, loses 3x at 22)
@@ -52,6 +52,19 @@ CHUNK = 2048
 #: sparse input with at most this fraction of nonzeros computes kernel rows from
 #: its sparse rows (nnz updates per column) rather than a dense product (d per column)
 SPARSE_ROWS_MAX_DENSITY = 0.25
+#: ... and fewer than this many features, or too many postings a kernel value (:func:`_inverted_index_pays`): from
+#: here the transposed chunk (features x 512 columns, 4 MB at 1,000 features) leaves the L2 cache, and its clearing
+#: costs features x columns a call, so the inverted index ("wide") takes its place.  Measured (session 47, 256
+#: kernel rows against 8,000, RBF, wide / sparse time): uniform random rows at 1,000 features 0.50-0.75, 3,000
+#: 0.26-0.35; Zipf-distributed features (frequent ones in most rows) 1,000 x 15-37 a row 0.77-0.96, 2,000 0.66,
+#: 4,000 0.48; below it the transposed chunk wins: a9a (123 features) 1.62, mushrooms (112) 1.72, sparse40k (300)
+#: 1.49, 300 Zipf features 1.07 (100-300 uniform: 0.7-1.03)
+SPARSE_ROWS_MAX_FEATURES = 1000
+#: ... where the rows are sparse enough (:func:`_inverted_index_pays`): uniform random rows, 256 kernel rows against
+#: 8,000: 1,000 features x 100 non-zeros a row 0.53, x 200 1.20; 2,000 x 200 0.73, x 400 1.99; 4,000 x 800 1.29;
+#: Zipf, 1,000 x 92 a row 1.36
+WIDE_PER_NONZERO = 0.11
+WIDE_PER_FEATURE = 1.0 / 1500
 SPARSE_CHUNK = 512
 #: the gradient rebuild of dense data with at most this many features runs in the
 #: fused compiled loop (:func:`_times_sparse_py`) rather than BLAS blocks + NumPy
@@ -256,6 +269,62 @@ def _times_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, co
             res[r] = dot_prefix(o, coef, m)
 
 
+def _times_touched_py(
+    bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coef0, degree, coef, res, F, cfac, base
+):
+    """res[r] = sum_j k(b_r, X[j]) coef[j] for sparse rows b_r whose features few columns share (very sparse rows):
+    the columns X[j] as an inverted index, and only the columns a row meets (nonzero dot product, "touched")
+    cost anything.  A kernel of the dot product alone, k = f(x . z), takes f(0) at every other column; RBF
+    factors there, k = exp(-g|x|^2) exp(-g|z|^2).  So with ``F[r]`` = f(0) (RBF: exp(-g|b_r|^2)), ``cfac`` =
+    coef (RBF: coef exp(-g|z_j|^2)) and ``base`` = sum(cfac):
+
+        res[r] = F[r] (base - sum_touched cfac[j]) + sum_touched coef[j] k(b_r, X[j])
+
+    Cost a row: its postings and its touched columns, not the number of columns (8,000 rows at 0.5% non-zeros
+    over 2,000 features meet ~5% of the support vectors).  The touched dot products are summed as
+    :func:`postings_dots` sums them; the untouched values differ from the direct formula's by rounding (a
+    product of two exponentials), and by under 1e-307 where the direct one gives 0 below exp(-708)."""
+    q = bptr.shape[0] - 1
+    m = sq.shape[0]
+    nb = (q + SPARSE_CHUNK - 1) // SPARSE_CHUNK
+    for b in prange(nb):
+        o = np.empty(m)
+        mark = np.full(m, -1, np.int64)
+        lst = np.empty(m, np.int64)
+        buf = np.empty(m)
+        sqg = np.empty(m)
+        cg = np.empty(m)
+        scratch = np.empty(m)
+        for r in range(b * SPARSE_CHUNK, min((b + 1) * SPARSE_CHUNK, q)):
+            nt = 0
+            for k in range(uint64(bptr[r]), uint64(bptr[r + 1])):
+                f = bidx[k]
+                v = bval[k]
+                for t in range(uint64(cptr[f]), uint64(cptr[f + 1])):
+                    c = crow[t]
+                    if mark[c] != r:
+                        mark[c] = r
+                        o[c] = 0.0 + v * cval[t]
+                        lst[nt] = c
+                        nt += 1
+                    else:
+                        o[c] += v * cval[t]
+            sub = 0.0
+            for i in range(nt):
+                c = lst[i]
+                buf[i] = o[c]
+                sqg[i] = sq[c]
+                cg[i] = coef[c]
+                sub += cfac[c]
+            transform(buf[:nt], code, gamma, coef0, degree, sq_b[r], sqg[:nt], scratch)
+            res[r] = F[r] * (base - sub) + dot_prefix(buf, cg, nt)
+
+
+#: :meth:`KernelRows.times` on sparse rows takes :func:`_times_touched_py` where a target row's postings among the
+#: columns number at most this fraction of the columns, on average
+TOUCHED_MAX_FRACTION = 0.25
+
+
 #: Below this many multiply-adds a parallel region costs more than it gives: waking
 #: the other thread can take a scheduler time slice on a busy machine.
 PARALLEL_MIN_WORK = 4_000_000
@@ -269,6 +338,7 @@ _rows_sparse_par, _rows_sparse_ser = parallel_and_serial(_rows_sparse_py)
 _rows_wide_par, _rows_wide_ser = parallel_and_serial(_rows_wide_py)
 _times_wide_par, _times_wide_ser = parallel_and_serial(_times_wide_py)
 _times_sparse_par, _times_sparse_ser = parallel_and_serial(_times_sparse_py)
+_times_touched_par, _times_touched_ser = parallel_and_serial(_times_touched_py)
 
 
 def _csr_arrays(A):
@@ -297,14 +367,27 @@ def decide(X, kernel):
     """The path (see the module's table) for kernel rows of training data ``X``."""
     if kernel.code == PRECOMPUTED:
         return "gram"
-    Xd = densify_if_cheap(X)
-    if sp.issparse(Xd):
-        return "wide"
-    if Xd.shape[1] <= ROWS_SMALL_D:
+    if sp.issparse(X) and not densifies_cheaply(X):  # (the test alone: a dense copy made here to learn its type
+        return "wide"  # cost 60% of a sparse predict, 8,000 x 2,000 rows at 0.5% non-zeros)
+    if X.shape[1] <= ROWS_SMALL_D:
         return "narrow"
     if sp.issparse(X) and X.nnz <= SPARSE_ROWS_MAX_DENSITY * X.shape[0] * X.shape[1]:
-        return "sparse"
+        return "wide" if _inverted_index_pays(X) else "sparse"
     return "dense"
+
+
+def _inverted_index_pays(X):
+    """For CSR rows that densify cheaply: whether the inverted index ("wide") beats the transposed chunks
+    ("sparse"), by the costs a kernel value measured in session 47 (:data:`SPARSE_ROWS_MAX_FEATURES`): the
+    postings it meets (``postings_per_value``) against WIDE_PER_NONZERO a non-zero of the row plus the chunk's
+    clearing, WIDE_PER_FEATURE a feature.  Uniform random rows of 1,000-4,000 features took the transposed chunks
+    from 100-400 non-zeros a row (the index 1.2-2.0x slower there), Zipf-distributed ones from ~90 at 1,000."""
+    n, d = X.shape
+    if d < SPARSE_ROWS_MAX_FEATURES or n == 0:
+        return False
+    X = sp.csr_matrix(X)
+    postings = postings_per_value(X.indices, d, n)
+    return postings <= WIDE_PER_NONZERO * X.nnz / n + WIDE_PER_FEATURE * d
 
 
 class KernelRows:
@@ -330,6 +413,8 @@ class KernelRows:
             self.X = canonical_csr(sp.csr_matrix(X, dtype=np.float64))
             self.X_orig = self.Xs = self.X
             self.d = X.shape[1]
+        elif self.path == "wide" and densifies_cheaply(X):  # (sparse rows of many features, X small)
+            self.X = self.X_orig = canonical_csr(sp.csr_matrix(X, dtype=np.float64))
         else:
             self.X = densify_if_cheap(X)
             self.X_orig = self.X
@@ -470,8 +555,24 @@ class KernelRows:
             cptr, crow, cval = columns_of(data, indices, indptr, self.X.shape[1], np.asarray(rows, dtype=np.int64))
             Xt = self.X[targets]
             work = int(np.diff(cptr)[Xt.indices].sum())
+            if work <= TOUCHED_MAX_FRACTION * rows.size * targets.size:
+                return self._touched(Xt, (cptr, crow, cval), rows, coef, targets, parallel and work >= 2**16)
             fn = _times_wide_par if parallel and work >= PARALLEL_MIN_WORK else _times_wide_ser
             return self._fused(fn, (*_csr_arrays(Xt), cptr, crow, cval), rows, coef, targets)
+        if self.Xs is not None:
+            # very sparse rows (few columns share a feature with a target): the touched columns only
+            Xr = self.Xs[rows]
+            inv = columns_of(
+                Xr.data,
+                Xr.indices.astype(np.int64),
+                Xr.indptr.astype(np.int64),
+                self.d,
+                np.arange(rows.size, dtype=np.int64),
+            )
+            Xt = self.Xs[targets]
+            work = int(np.diff(inv[0])[Xt.indices].sum())
+            if work <= TOUCHED_MAX_FRACTION * rows.size * targets.size:
+                return self._touched(Xt, inv, rows, coef, targets, parallel and work >= 2**16)
         if self.Xs is not None or (not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D):
             # compiled and fused (kernel value, exp, product with coef); the targets'
             # nonzeros drive the products
@@ -487,6 +588,40 @@ class KernelRows:
             fn = _times_sparse_par if parallel else _times_sparse_ser
             return self._fused(fn, (*r_arrays, self.X_orig.shape[1], *t_arrays), rows, coef, targets)
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
+
+    def _touched(self, Xt, inv, rows, coef, targets, parallel):
+        """``K(X[targets], X[rows]) @ coef`` by :func:`_times_touched_py` (``inv``: the rows' inverted index)."""
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        sq_t = np.ascontiguousarray(self.sq[targets])
+        sq_r = np.ascontiguousarray(self.sq[rows])
+        if self.code == RBF:
+            F = -self.gamma * sq_t
+            exp_nonpos(F, np.empty_like(F))
+            cfac = -self.gamma * sq_r
+            exp_nonpos(cfac, np.empty_like(cfac))
+            cfac *= coef
+        else:  # f(0) at every untouched column
+            f0 = np.zeros(1)
+            transform(f0, self.code, self.gamma, self.coef0, float(self.degree), 0.0, np.zeros(1), np.empty(1))
+            F = np.full(targets.size, f0[0])
+            cfac = coef
+        res = np.empty(targets.size)
+        (_times_touched_par if parallel else _times_touched_ser)(
+            *_csr_arrays(Xt),
+            *inv,
+            sq_t,
+            sq_r,
+            self.code,
+            self.gamma,
+            self.coef0,
+            float(self.degree),
+            coef,
+            res,
+            F,
+            np.ascontiguousarray(cfac, dtype=np.float64),
+            float(np.sum(cfac)),
+        )
+        return res
 
     def _fused(self, fn, arrays, rows, coef, targets):
         """``fn(*arrays, <norms, kernel parameters, coef>, res)``: a fused gradient-rebuild loop; returns ``res``."""
