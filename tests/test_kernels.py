@@ -147,7 +147,13 @@ def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, 
     assert called  # 2.1M kernel values of 5 features: the fused loop
     called.clear()
     np.testing.assert_allclose(kernel_times(kern, A, B, c, fused_dense=False), kern(A, B) @ c, rtol=1e-10, atol=1e-9)
-    assert not called  # the predict paths on an AVX-512 host (engine.FUSED_DENSE_PREDICT): blocks
+    assert not called  # no fused loop for dense rows: blocks
+    # a bound on the features (the predict paths on an AVX-512 host: engine.FUSED_DENSE_PREDICT, 8): 5 <= 8 fused,
+    # 5 > 4 blocks
+    np.testing.assert_allclose(kernel_times(kern, A, B, c, fused_dense=4), kern(A, B) @ c, rtol=1e-10, atol=1e-9)
+    assert not called
+    np.testing.assert_allclose(kernel_times(kern, A, B, c, fused_dense=8), kern(A, B) @ c, rtol=1e-10, atol=1e-9)
+    assert called
 
 
 def test_dot_prefix_sums_the_first_m_products_in_any_order_to_rounding():

@@ -661,7 +661,11 @@ def _host_has_avx512():
 #: host; on an AVX-512 host (session 29, AMD Zen 5, OpenBLAS) the blocks won every shape: 1,600 x 3,300 x 10 fused
 #: 1.18x the time, 8,000 x 1,000 x 16 1.98x, 8,000 x 3,655 x 20 1.54x, 1,600 x 3,300 x 40 2.0x.  The solvers'
 #: gradient rebuilds keep the fused loop everywhere (a 30,000 x 10 fit took 0.90x the time with it there).
-FUSED_DENSE_PREDICT = not _host_has_avx512()
+#: Since session 46's reassociated closing sum the fused loop wins on thin rows there too (session 47, AMD Zen 4,
+#: ``/tmp/s47/fd.py``, fused / blocks: 80,000 x 10,000 x 3 features 0.31, 20,000 x 5,000 x 3 0.38, 20,000 x 4,000
+#: x 8 0.55; but 1,600 x 3,300 x 10 1.28, 8,000 x 1,000 x 16 1.68, 8,000 x 3,655 x 20 0.87, 20,000 x 4,000 x 24
+#: 0.84): so the most features the predict paths fuse, ``kernel_times``'s ``fused_dense``
+FUSED_DENSE_PREDICT = FUSED_DENSE_MAX_D if not _host_has_avx512() else ROWS_SMALL_D
 
 
 def _held_times_py(S, slots, coef, cols, out):
@@ -703,15 +707,14 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True):
     vectors, say) and their coefficients, by :meth:`KernelRows.times` on the two stacked: the fused
     compiled loop, no kernel block stored, for sparse rows (measured 3x faster than the block and a
     matrix product on 1,600 x 3,300 rows of 300 sparse features) and, with ``fused_dense``, for thin dense
-    data in large blocks (:data:`FUSED_DENSE_MAX_D`).  Otherwise (and for precomputed and callable kernels):
-    blocks and products.  ``parallel=False`` for callers on worker threads of their own."""
+    data in large blocks (:data:`FUSED_DENSE_MAX_D` features; ``fused_dense`` may also be the most features
+    it takes there, 0 for none).  Otherwise (and for precomputed and callable kernels): blocks and products.
+    ``parallel=False`` for callers on worker threads of their own."""
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     path = decide(A, kernel)
+    max_d = FUSED_DENSE_MAX_D if fused_dense is True else int(fused_dense)
     fused = path in ("sparse", "wide") or (
-        fused_dense
-        and path in ("narrow", "dense")
-        and A.shape[1] <= FUSED_DENSE_MAX_D
-        and A.shape[0] * B.shape[0] >= FUSED_DENSE_MIN_ENTRIES
+        path in ("narrow", "dense") and A.shape[1] <= max_d and A.shape[0] * B.shape[0] >= FUSED_DENSE_MIN_ENTRIES
     )
     if not fused or kernel.name == "callable":
         return kernel.mmv(A, B, coef)
