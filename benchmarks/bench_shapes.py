@@ -9,7 +9,8 @@ sets do not exercise: a large RBF gamma (the corner of every grid search, where 
 a small one with a large C, class and sample weights, float32 and Fortran-ordered input, a precomputed Gram
 matrix, the sigmoid and a degree-4 polynomial kernel, 50 classes, 8 and 20 classes easy to separate (few
 support vectors), 20 small classes (SVC and NuSVC) and 8 overlapping ones, rows repeated ten times, binary sparse rows
-as CSR, CSC and integers, regression on sparse rows and with targets in the thousands, one-class on 20,000
+as CSR, CSC and integers, very sparse rows (10 of 2,000 features a row: 5 classes, one-class, probabilities; 4 of
+2**20 hashed features), regression on sparse rows and with targets in the thousands, one-class on 20,000
 rows, the linear kernel on few features with overlapping classes (C = 0.1-10, 3 classes, SVR), wide dense data
 with far fewer rows than features (gene-expression shape, n << d), 300 classes of 10 rows and 1,000 of 5, rows that
 repeat (pixel colours, one-hot categories), and the latency of ``predict`` on one row.  Every fit runs once
@@ -100,6 +101,17 @@ def _cases():
     case("sparse", "the same as CSC", "SVC", {}, S.tocsc(), ys)
     case("sparse", "the same as int64", "SVC", {}, sp.csr_matrix(S.astype(np.int64)), ys)
     case("sparse", "SVR on the sparse rows", "SVR", {}, S, S @ beta)
+    # very sparse rows over a few thousand features (session 47: the predict paths densified them for BLAS, 4-6x
+    # oneDAL's time): five classes, one-class, probabilities; and hashed features, 4 of 2**20 a row
+    rv = np.random.default_rng(47)  # (its own draws: the later cases keep their data)
+    yk = np.argmax(S @ rv.normal(size=(2000, 5)) + 0.3 * rv.normal(size=(8000, 5)), axis=1)
+    case("verysparse", "5 classes, sparse 8,000 x 2,000, 10 a row", "SVC", {}, S, yk)
+    case("verysparse", "one-class on the same rows", "OneClassSVM", {"nu": 0.1}, S, None)
+    case("verysparse", "probability=True, 2 classes", "SVC", {"probability": True}, S[:4000], ys[:4000])
+    hrows = rv.integers(0, 1 << 20, size=(20000, 4))
+    H = sp.csr_matrix((np.ones(80000), (np.repeat(np.arange(20000), 4), hrows.ravel())), shape=(20000, 1 << 20))
+    yh = (H @ rv.normal(size=1 << 20) > 0).astype(int)
+    case("verysparse", "hashed 20,000 x 2**20, 4 a row", "SVC", {}, H, yh)
     # wide sparse text (datasets.text2's TF-IDF rows) for the single-function models (session 29: their predict
     # went through scipy's sparse products, 7x oneDAL's time)
     from datasets import text2
@@ -263,7 +275,7 @@ def main(argv=None):
     ap.add_argument(
         "--only",
         nargs="*",
-        help="groups: gamma weights kernels classes sparse regression linear manyclass repeats wide latency "
+        help="groups: gamma weights kernels classes sparse verysparse regression linear manyclass repeats wide latency "
         "(default: all)",
     )
     ap.add_argument("--match", default="", help="only the cases whose name holds this text (e.g. NuSVR)")

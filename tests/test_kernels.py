@@ -198,6 +198,21 @@ def test_kernel_times_over_the_touched_columns_only_matches_the_formula(name, kw
     monkeypatch.setattr(engine, "TOUCHED_MAX_FRACTION", 0.25)
     kernel_times(kern, A, B, c)
     assert len(taken) == 3
+    # kernel rows of such data (wide path): f(0) / the RBF product first, the touched columns by formula; and the
+    # same rows where the touched route is off
+    if engine.decide(X, kern) == "wide":
+        full = naive(name, kw, X, X)
+        idx = np.array([0, 7, 151, X.shape[0] - 1])
+        for fraction in (0.25, 0.0):
+            monkeypatch.setattr(engine, "TOUCHED_MAX_FRACTION", fraction)
+            kr = KernelRows(X, kern)
+            out = np.full((4, X.shape[0]), np.nan)
+            kr.compute(idx, out)
+            np.testing.assert_allclose(out, full[idx], rtol=1e-10, atol=1e-300)
+            cols = np.arange(3, X.shape[0], 2)
+            kr.set_columns(cols)
+            kr.compute(idx, out)
+            np.testing.assert_allclose(out[:, : cols.size], full[np.ix_(idx, cols)], rtol=1e-10, atol=1e-300)
 
 
 def test_kernel_times_of_a_callable_kernel_calls_it():
