@@ -214,6 +214,28 @@ def postings_dots(o, bidx, bval, k0, k1, cptr, crow, cval):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def touched_dots(dv, mark, lst, r, bidx, bval, k0, k1, cptr, crow, cval):
+    """:func:`postings_dots` for the row numbered ``r``, keeping only the columns it meets: ``dv[c] = x . z_c`` for
+    each column c it shares a feature with, listed once in ``lst[:nt]`` (nt returned); ``mark[c] == r`` marks them
+    (``mark`` starts at -1, and rows are numbered apart, so no clearing between rows).  The same sums in the same
+    order as :func:`postings_dots` from zeros."""
+    nt = 0
+    for k in range(uint64(k0), uint64(k1)):
+        f = bidx[k]
+        v = bval[k]
+        for s in range(uint64(cptr[f]), uint64(cptr[f + 1])):
+            c = crow[s]
+            if mark[c] != r:
+                mark[c] = r
+                dv[c] = 0.0 + v * cval[s]
+                lst[nt] = c
+                nt += 1
+            else:
+                dv[c] += v * cval[s]
+    return nt
+
+
+@njit(cache=True, nogil=True, inline="always")
 def scattered_dots(work, data, indices, indptr, i, targets, out):
     """``out[j] = x_i . x_targets[j]`` for CSR rows: x_i scattered into ``work`` (zeros, as long as the features;
     zeros again after), each target's nonzeros against it."""

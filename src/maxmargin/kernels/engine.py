@@ -36,7 +36,7 @@ from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from .._ready import canonical_csr
-from .blocks import columns_of, postings_dots
+from .blocks import columns_of, postings_dots, touched_dots
 from .formulas import EXP_MIN_ARG, PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform
 from .objects import densifies_cheaply, densify_if_cheap, row_norms_sq
 
@@ -298,19 +298,7 @@ def _times_touched_py(
         cg = np.empty(m)
         scratch = np.empty(m)
         for r in range(b * SPARSE_CHUNK, min((b + 1) * SPARSE_CHUNK, q)):
-            nt = 0
-            for k in range(uint64(bptr[r]), uint64(bptr[r + 1])):
-                f = bidx[k]
-                v = bval[k]
-                for t in range(uint64(cptr[f]), uint64(cptr[f + 1])):
-                    c = crow[t]
-                    if mark[c] != r:
-                        mark[c] = r
-                        o[c] = 0.0 + v * cval[t]
-                        lst[nt] = c
-                        nt += 1
-                    else:
-                        o[c] += v * cval[t]
+            nt = touched_dots(o, mark, lst, r, bidx, bval, bptr[r], bptr[r + 1], cptr, crow, cval)
             sub = 0.0
             for i in range(nt):
                 c = lst[i]
@@ -347,19 +335,7 @@ def _rows_touched_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, 
                     o[t] = v if v >= tiny else 0.0
             else:
                 o[:] = fr
-            nt = 0
-            for k in range(uint64(bptr[r]), uint64(bptr[r + 1])):
-                f = bidx[k]
-                v = bval[k]
-                for t in range(uint64(cptr[f]), uint64(cptr[f + 1])):
-                    c = crow[t]
-                    if mark[c] != r:
-                        mark[c] = r
-                        dv[c] = 0.0 + v * cval[t]
-                        lst[nt] = c
-                        nt += 1
-                    else:
-                        dv[c] += v * cval[t]
+            nt = touched_dots(dv, mark, lst, r, bidx, bval, bptr[r], bptr[r + 1], cptr, crow, cval)
             for i in range(nt):
                 c = lst[i]
                 buf[i] = dv[c]
