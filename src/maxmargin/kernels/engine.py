@@ -271,6 +271,13 @@ def _times_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, co
             res[r] = dot_prefix(o, coef, m)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _touched_scratch(m):
+    """One thread's arrays for the touched loops: dot products, marks (-1: no row yet), the touched list, the
+    gathered values and norms, the formula's scratch; all ``m`` long."""
+    return np.empty(m), np.full(m, -1, np.int64), np.empty(m, np.int64), np.empty(m), np.empty(m), np.empty(m)
+
+
 def _times_touched_py(
     bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coef0, degree, coef, res, F, cfac, base
 ):
@@ -290,13 +297,8 @@ def _times_touched_py(
     m = sq.shape[0]
     nb = (q + SPARSE_CHUNK - 1) // SPARSE_CHUNK
     for b in prange(nb):
-        o = np.empty(m)
-        mark = np.full(m, -1, np.int64)
-        lst = np.empty(m, np.int64)
-        buf = np.empty(m)
-        sqg = np.empty(m)
+        o, mark, lst, buf, sqg, scratch = _touched_scratch(m)
         cg = np.empty(m)
-        scratch = np.empty(m)
         for r in range(b * SPARSE_CHUNK, min((b + 1) * SPARSE_CHUNK, q)):
             nt = touched_dots(o, mark, lst, r, bidx, bval, bptr[r], bptr[r + 1], cptr, crow, cval)
             sub = 0.0
@@ -320,12 +322,7 @@ def _rows_touched_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, 
     m = sq.shape[0]
     nb = (q + SPARSE_CHUNK - 1) // SPARSE_CHUNK
     for b in prange(nb):
-        dv = np.empty(m)
-        mark = np.full(m, -1, np.int64)
-        lst = np.empty(m, np.int64)
-        buf = np.empty(m)
-        sqg = np.empty(m)
-        scratch = np.empty(m)
+        dv, mark, lst, buf, sqg, scratch = _touched_scratch(m)
         for r in range(b * SPARSE_CHUNK, min((b + 1) * SPARSE_CHUNK, q)):
             o = out[dest[r]][:m]
             fr = F[r]
