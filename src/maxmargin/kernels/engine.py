@@ -14,9 +14,13 @@ path           when, and how
 ``sparse``     CSR with at most ``SPARSE_ROWS_MAX_DENSITY`` nonzeros and a
                small feature space: each new row costs nnz(row) vector
                updates over a transposed chunk of X held in cache
-``wide``       CSR with many features: the columns as an inverted index
-               (feature -> the columns holding it), each row's nonzeros meet
-               only their own feature's postings; rows in parallel
+``wide``       CSR with many features (or 1,000+ and few postings a value):
+               the columns as an inverted index (feature -> the columns
+               holding it), each row's nonzeros meet only their own
+               feature's postings; rows in parallel.  Very sparse rows
+               (few postings) visit only the columns they share a feature
+               with; every other value is f(0) (RBF: a product of two
+               exponentials): ``_rows_touched_py``, ``_times_touched_py``
 ``gram``       precomputed or callable kernel: rows of the Gram matrix
 =============  ==========================================================
 
