@@ -599,42 +599,43 @@ class KernelRows:
             fn = _times_wide_par if parallel and work >= PARALLEL_MIN_WORK else _times_wide_ser
             return self._fused(fn, (*_csr_arrays(Xt), cptr, crow, cval), rows, coef, targets)
         if self.Xs is not None:
-            # very sparse rows (few columns share a feature with a target): the touched columns only
-            Xr = self.Xs[rows]
-            inv = columns_of(
-                Xr.data,
-                Xr.indices.astype(np.int64),
-                Xr.indptr.astype(np.int64),
-                self.d,
-                np.arange(rows.size, dtype=np.int64),
-            )
-            Xt = self.Xs[targets]
-            work = int(np.diff(inv[0])[Xt.indices].sum())
+            # CSR rows: the targets' nonzeros drive the products.  Very sparse rows (few columns share a feature with
+            # a target, counted from the features' counts alone): the touched columns only; else the fused loop
+            # over transposed chunks (kernel value, exp, product with coef)
+            Xr, Xt = self.Xs[rows], self.Xs[targets]
+            work = int(np.bincount(Xr.indices, minlength=self.d)[Xt.indices].sum())
             if work <= TOUCHED_MAX_FRACTION * rows.size * targets.size:
+                inv = columns_of(
+                    Xr.data,
+                    Xr.indices.astype(np.int64),
+                    Xr.indptr.astype(np.int64),
+                    self.d,
+                    np.arange(rows.size, dtype=np.int64),
+                )
                 return self._touched(Xt, inv, rows, coef, targets, parallel and work >= 2**16)
-        if self.Xs is not None or (not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D):
-            # compiled and fused (kernel value, exp, product with coef); the targets'
-            # nonzeros drive the products
-            if self.Xs is not None:
-                Xt = self.Xs[targets]
-                t_arrays = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64), Xt.data)
-                r_arrays = _csr_arrays(self.Xs[rows])
-            else:  # dense rows as CSR arrays with every entry stored (no scipy conversion), without
-                # the zero columns the BLAS path pads (22 features: 24 products a kernel value, not 22)
-                Xo = self.X_orig
-                t_arrays = _dense_as_csr(Xo[targets])
-                r_arrays = _dense_as_csr(Xo[rows])
+            t_arrays = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64), Xt.data)
             fn = _times_sparse_par if parallel else _times_sparse_ser
-            return self._fused(fn, (*r_arrays, self.X_orig.shape[1], *t_arrays), rows, coef, targets)
+            return self._fused(fn, (*_csr_arrays(Xr), self.d, *t_arrays), rows, coef, targets)
+        if not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D:
+            # dense rows as CSR arrays with every entry stored (no scipy conversion), without the zero columns the
+            # BLAS path pads (22 features: 24 products a kernel value, not 22); the fused loop as above
+            Xo = self.X_orig
+            fn = _times_sparse_par if parallel else _times_sparse_ser
+            arrays = (*_dense_as_csr(Xo[rows]), Xo.shape[1], *_dense_as_csr(Xo[targets]))
+            return self._fused(fn, arrays, rows, coef, targets)
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
+
+    def _f0(self):
+        """The kernel at a zero dot product (and zero norms), by the compiled formula."""
+        f0 = np.zeros(1)
+        transform(f0, self.code, self.gamma, self.coef0, float(self.degree), 0.0, np.zeros(1), np.empty(1))
+        return f0[0]
 
     def _untouched(self, idx):
         """(F, E) for :func:`_rows_touched_py`: the rows' f(0) (RBF: exp(-g|x|^2)) and the columns' exp(-g|z|^2)
         (RBF only; kept until the columns change)."""
         if self.code != RBF:
-            f0 = np.zeros(1)
-            transform(f0, self.code, self.gamma, self.coef0, float(self.degree), 0.0, np.zeros(1), np.empty(1))
-            return np.full(idx.size, f0[0]), np.zeros(1)
+            return np.full(idx.size, self._f0()), np.zeros(1)
         if self._E is None:
             self._E = -self.gamma * self.sqc
             exp_nonpos(self._E, np.empty_like(self._E))
@@ -654,9 +655,7 @@ class KernelRows:
             exp_nonpos(cfac, np.empty_like(cfac))
             cfac *= coef
         else:  # f(0) at every untouched column
-            f0 = np.zeros(1)
-            transform(f0, self.code, self.gamma, self.coef0, float(self.degree), 0.0, np.zeros(1), np.empty(1))
-            F = np.full(targets.size, f0[0])
+            F = np.full(targets.size, self._f0())
             cfac = coef
         res = np.empty(targets.size)
         (_times_touched_par if parallel else _times_touched_ser)(
