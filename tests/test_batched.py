@@ -526,3 +526,70 @@ def test_rows_over_every_column_leave_the_minimiser(kind, monkeypatch):
     assert full.objective == pytest.approx(follow.objective, rel=1e-9)
     assert np.allclose(full.grad, Q @ full.alpha + prob.p, atol=1e-8)
     assert kkt_violation(Q, prob.p, prob.y, prob.upper, full.alpha) < 1e-6
+
+
+def _inner_smo_reference(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
+    """The working-set SMO written plainly: I_up / I_low by branches on each member, the first variable the last
+    member with the largest -y G, the second by LIBSVM's gain with ties to the later member."""
+    q, it, first = ws.size, 0, -1.0
+    while it < max_iter:
+        up = [s for s in range(q) if (alpha[ws[s]] < U[ws[s]] if y[ws[s]] > 0 else alpha[ws[s]] > 0)]
+        low = [s for s in range(q) if (alpha[ws[s]] > 0 if y[ws[s]] > 0 else alpha[ws[s]] < U[ws[s]])]
+        if not up:
+            break
+        gmax = max(-y[ws[s]] * Gl[s] for s in up)
+        si = max(s for s in up if -y[ws[s]] * Gl[s] == gmax)
+        i = ws[si]
+        gmax2, best, sj = -np.inf, -np.inf, -1
+        for s in low:
+            val = y[ws[s]] * Gl[s]
+            gmax2 = max(gmax2, val)
+            b = gmax + val
+            if b > 0:
+                a = QD[i] + QD[ws[s]] - 2.0 * KB[si, s]
+                gain = b * b / (a if a > 0 else batched.TAU)
+                if gain >= best:
+                    best, sj = gain, s
+        viol = gmax + gmax2
+        first = viol if first < 0 else first
+        if viol < eps or sj < 0:
+            break
+        j = ws[sj]
+        quad = QD[i] + QD[j] - 2.0 * KB[si, sj]
+        quad = quad if quad > 0 else batched.TAU
+        ai, aj = smo.pair_step(y[i] != y[j], alpha[i], alpha[j], Gl[si], Gl[sj], U[i], U[j], quad)
+        dai, daj = ai - alpha[i], aj - alpha[j]
+        alpha[i], alpha[j] = ai, aj
+        for s in range(q):
+            Gl[s] += y[ws[s]] * (KB[si, s] * (dai * y[i]) + KB[sj, s] * (daj * y[j]))
+        Gl[si] += shift[i] * dai
+        Gl[sj] += shift[j] * daj
+        it += 1
+    return it, first
+
+
+@pytest.mark.parametrize("q", [1, 3, 7, 40, 101])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_inner_smo_takes_the_plain_rules_steps(q, ties, seed):
+    """The inner SMO's flagged scans in four chains take the same steps as the plain rules, bit for bit: members
+    at either bound, infinite bounds, a shift, and (``ties``) integer data whose gradients and gains tie."""
+    rng = np.random.default_rng([q, ties, seed])
+    n = 3 * q + 5
+    X = rng.integers(-2, 3, size=(q, 3)).astype(float) if ties else rng.normal(size=(q, 3))
+    KB = X @ X.T + (1.0 if ties else 0.0)
+    ws = rng.permutation(n)[:q].astype(np.int64)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    U = rng.choice([1.0, 2.0, np.inf], size=n)
+    QD = np.zeros(n)
+    QD[ws] = np.diag(KB)
+    shift = np.where(rng.random(n) < 0.3, 0.5, 0.0)
+    alpha = np.where(rng.random(n) < 0.3, np.minimum(U, 1.0), 0.0)
+    Gl = (rng.integers(-3, 4, size=q) if ties else rng.normal(size=q)).astype(float)
+    a1, g1, a2, g2 = alpha.copy(), Gl.copy(), alpha.copy(), Gl.copy()
+    got = batched._inner_smo(KB, ws, y, U, QD, shift, a1, g1, 1e-3, 500)
+    want = _inner_smo_reference(KB, ws, y, U, QD, shift, a2, g2, 1e-3, 500)
+    assert got[0] == want[0] and (got[0] > 0 or q <= 3)
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(g1, g2)
