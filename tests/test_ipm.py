@@ -13,6 +13,7 @@ from sklearn.svm import SVR as SkSVR
 import maxmargin
 from maxmargin import formulations as F
 from maxmargin.kernels.objects import make_kernel
+from maxmargin.problem import svr_problem
 from maxmargin.solvers import ipm
 
 
@@ -157,6 +158,43 @@ def test_svr_and_a_failed_factor():
         ipm.interior_point = original
     assert failed.extra["newton_steps"] == 1 and failed.converged
     assert failed.objective == pytest.approx(good.objective, rel=1e-5)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_features_of_shared_rows_equal_the_stacked_matrix(shared):
+    """:class:`ipm.Features` on data rows that variables share (SVR: two a row) gives the products, the rank-n
+    update and the largest row norm of the stacked, signed matrix V."""
+    rng = np.random.default_rng(5)
+    Phi = rng.normal(size=(30, 4))
+    rows = np.concatenate([np.arange(30), rng.permutation(30)[:20]]) if shared else rng.permutation(30)
+    sign = np.where(rng.random(rows.size) < 0.5, -1.0, 1.0)
+    V = sign[:, None] * Phi[rows]
+    feats = ipm.Features(Phi, rows, sign) if shared else ipm.Features(V)
+    u, r, e = rng.normal(size=4), rng.normal(size=rows.size), rng.random(rows.size)
+    assert feats.shape == V.shape
+    np.testing.assert_allclose(feats.dot(u), V @ u, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(feats.tdot(r), V.T @ r, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.triu(feats.gram(e)), np.triu(V.T @ (e[:, None] * V)), rtol=1e-12, atol=1e-12)
+    assert feats.largest_square_norm() == pytest.approx(float((V * V).sum(axis=1).max()), rel=1e-14)
+
+
+def test_svr_poly_by_ipm_shares_its_rows_and_matches_the_qp():
+    """SVR's interior point on the polynomial features of its data rows (each shared by two variables) ends at the
+    reference QP's objective, and solver='auto' gives SMO a budget scaled by rows per variable (half for SVR)."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(ipm.MIN_VARIABLES // 2 + 100, 3))
+    z = X @ np.array([1.0, -2.0, 0.5]) + X[:, 0] * X[:, 1] + rng.normal(scale=0.5, size=X.shape[0])
+    kern = make_kernel("poly", degree=2, gamma=0.5, coef0=1.0)
+    prob = svr_problem(X, kern, z, 1000.0, 0.3)
+    feats = ipm._features(prob)
+    assert feats.rows is not None and feats.Phi.shape[0] == X.shape[0]
+    sol = ipm.solve(prob, tol=1e-6)
+    assert sol.extra["newton_steps"] > 0
+    _, ref = qp_reference(prob.q_matrix(), prob.p, prob.y, prob.upper)
+    assert sol.objective == pytest.approx(ref, rel=1e-6)
+    auto = ipm.solve(prob, smo_first=True, first_solver="batched", tol=1e-3)
+    D = ipm.feature_dimension(kern, 3)
+    assert auto.extra["smo_budget_steps"] == max(ipm.SMO_FIRST_MIN, ipm.POLY_FIRST_PER_D2 * D * D // 2)
 
 
 def test_ipm_needs_the_linear_kernel():
