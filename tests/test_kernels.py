@@ -391,3 +391,38 @@ def test_narrow_blocks_of_few_columns_equal_the_columns_of_a_wide_one(name, d):
     params = {k: {"gamma": 0.3, "coef0": 0.5, "degree": 3}[k] for k in keys}
     ref = pairwise_kernels(X[ra], X[rb], metric=name if name != "poly" else "polynomial", **params)
     np.testing.assert_allclose(wide, ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,kw", KERNELS)
+def test_wide_rows_with_frequent_features_apart_match_the_formula(name, kw, monkeypatch):
+    """Wide sparse rows whose frequent features (in most rows, as text's common words) go to a dense product and
+    the rest to the inverted index: kernel rows against every column and against a subset, into scattered rows of
+    the buffer, on and off threads, against the naive formula; and the split is taken."""
+    from maxmargin.kernels import engine
+
+    rng = np.random.default_rng(8)
+    n, d = 120, 5000
+    rare = data((n, d), density=0.002, seed=9).tolil()
+    common = rng.random((n, 24)) < 0.6  # 24 frequent features, each in ~60% of the rows
+    for i, j in zip(*np.nonzero(common)):
+        rare[i, 10 * j] = rng.normal()
+    rare[3] = 0.0  # an empty row
+    X = sp.csr_matrix(rare)
+    X.eliminate_zeros()
+    kern = make_kernel(name, **kw, X=X) if name == "rbf" else make_kernel(name, **kw)
+    kr = KernelRows(X, kern)
+    assert kr.path == "wide"
+    monkeypatch.setattr(engine, "HEAVY_MIN_ROWS", 4)
+    monkeypatch.setattr(engine, "HEAVY_ROW_BLOCK", 3)  # blocks that do not divide the rows
+    full = naive(name, kw, X, X)
+    idx = np.array([0, 3, 5, 8, 13, 21, 34, 55, 89, 119])
+    dest = np.arange(idx.size)[::-1] * 2
+    for cols in (None, np.arange(1, n, 3)):
+        kr.set_columns(cols)
+        want = full[idx] if cols is None else full[np.ix_(idx, cols)]
+        for par in (True, False):
+            out = np.full((2 * idx.size, n + 2), np.nan)
+            kr.compute(idx, out, dest=dest, parallel=par)
+            np.testing.assert_allclose(out[dest, : want.shape[1]], want, rtol=1e-10, atol=1e-12)
+        slot, Hc, _ = kr._heavy_split()
+        assert (slot >= 0).sum() >= engine.HEAVY_MIN_FEATURES and Hc.shape[0] == want.shape[1]
