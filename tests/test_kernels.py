@@ -426,3 +426,13 @@ def test_wide_rows_with_frequent_features_apart_match_the_formula(name, kw, monk
             np.testing.assert_allclose(out[dest, : want.shape[1]], want, rtol=1e-10, atol=1e-12)
         slot, Hc, _ = kr._heavy_split()
         assert (slot >= 0).sum() >= engine.HEAVY_MIN_FEATURES and Hc.shape[0] == want.shape[1]
+    # sums K(A, B) @ c the same way (predict, gradient rebuilds), in blocks of targets that do not divide them
+    monkeypatch.setattr(engine, "TIMES_SPLIT_BLOCK", 7)
+    taken = []
+    real = engine.KernelRows._times_split
+    monkeypatch.setattr(engine.KernelRows, "_times_split", lambda self, *a: taken.append(1) or real(self, *a))
+    c = rng.normal(size=70)
+    for par in (True, False):
+        got = kernel_times(kern, X[70:], X[:70], c, parallel=par)
+        np.testing.assert_allclose(got, full[70:, :70] @ c, rtol=1e-10, atol=1e-12 * np.abs(c).sum())
+    assert len(taken) == 2

@@ -40,6 +40,7 @@ from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from .._ready import canonical_csr
+from .._threads import one_blas_thread
 from .blocks import columns_of, postings_dots, touched_dots
 from .formulas import EXP_MIN_ARG, PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform
 from .objects import densifies_cheaply, densify_if_cheap, row_norms_sq
@@ -259,12 +260,15 @@ def _rows_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coe
         transform(o, code, gamma, coef0, degree, sq_b[r], sq, scratch)
 
 
-#: wide rows' frequent features go to a dense product (:func:`_rows_split_py`) where a kernel row's postings on them
-#: cost more than a dense multiply-add per column: a feature held by ``df`` of the ``n`` rows meets ``df^2 / n``
-#: postings a kernel row on average, against ``HEAVY_COST x m`` for its dense column over ``m`` columns (BLAS
-#: multiply-adds in cache against the index's scattered adds: 0.02 against 0.24-0.54 ns on two threads, session 48);
-#: so the features with ``df >= sqrt(HEAVY_COST n m)``, at most HEAVY_MAX of them (the dense block is m x features),
-#: for blocks of at least HEAVY_MIN_ROWS rows (one row would read the whole dense block for itself)
+#: wide rows' frequent features go to a dense product (:func:`_rows_split_py`, :func:`heavy_split`) where a kernel
+#: row's postings on them cost more than a dense multiply-add per column: a feature held by ``df`` of the ``m``
+#: columns meets about ``df^2 / m`` postings a kernel row, against ``HEAVY_COST x m`` for its dense column (BLAS
+#: multiply-adds in cache against the index's scattered adds: 0.025 against 0.35-0.66 ns on two threads, session
+#: 48); so the features with ``df >= sqrt(HEAVY_COST) m``, at most HEAVY_MAX of them (the dense block is m x
+#: features), for blocks of at least HEAVY_MIN_ROWS rows (one row would read the whole dense block for itself).
+#: 512 kernel rows against 6,000 (``/tmp/s48/split3.py``), us a row, index alone / split at HEAVY_COST 0.025, 0.05,
+#: 0.1, 0.2: text2 17.3 / 14.0, 12.5, 12.2, 16.9; rcv1b 21.5 / 16.6, 15.0, 14.4, 14.6; news20m 32.1 / 22.5, 20.3,
+#: 19.8, 20.7; abstracts 37.7 / 23.2, 20.5, 19.8, 20.9; longdocs (256 features apart) 326 / 162
 HEAVY_COST = 0.1
 HEAVY_MAX = 256
 HEAVY_MIN_ROWS = 16
@@ -272,6 +276,8 @@ HEAVY_MIN_ROWS = 16
 #: 4 features of short_text's took a kernel row from 3.6 to 6.2 us); rows of a product at a time
 HEAVY_MIN_FEATURES = 16
 HEAVY_ROW_BLOCK = 64
+#: :meth:`KernelRows.times` with the frequent features apart computes the kernel rows of this many targets at a time
+TIMES_SPLIT_BLOCK = 256
 
 
 def _rows_split_py(XH, Hc, bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coef0, degree, out, dest, width):
@@ -461,6 +467,40 @@ def _inverted_index_pays(X):
     return postings <= WIDE_PER_NONZERO * X.nnz / n + WIDE_PER_FEATURE * d
 
 
+def heavy_split(X, csr, rows, df):
+    """The frequent features of the CSR rows ``rows`` of ``X`` (``csr``: its arrays) apart (:data:`HEAVY_COST`;
+    ``df``: each feature's count among those rows): ``(slot, Hc, light index)`` -- each feature's column in ``Hc``
+    (-1: not heavy), the rows' values on them (rows x heavy, dense), and the inverted index (:func:`columns_of`)
+    of the rows without them -- or None where fewer than :data:`HEAVY_MIN_FEATURES` features are that frequent.
+    A feature in ``df`` of the ``m`` rows meets about ``df^2 / m`` postings a kernel row (rows like these), its
+    dense column ``m`` multiply-adds: it goes apart from ``df >= sqrt(HEAVY_COST) m``."""
+    m = rows.shape[0]
+    heavy = np.flatnonzero(df >= math.sqrt(HEAVY_COST) * m)
+    if heavy.size < HEAVY_MIN_FEATURES:
+        return None
+    heavy = np.sort(heavy[np.argsort(-df[heavy], kind="stable")[:HEAVY_MAX]])
+    indptr, indices, data = csr
+    d = X.shape[1]
+    slot = np.full(d, -1, dtype=np.int64)
+    slot[heavy] = np.arange(heavy.size)
+    Hc = np.ascontiguousarray(X[rows][:, heavy].toarray(), dtype=np.float64)
+    light = slot[indices] < 0
+    row_of = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    lptr = np.zeros(indptr.size, dtype=np.int64)
+    np.cumsum(np.bincount(row_of[light], minlength=indptr.size - 1), out=lptr[1:])
+    return slot, Hc, columns_of(data[light], indices[light], lptr, d, rows)
+
+
+def _heavy_dense(slot, n_heavy, bptr, bidx, bval):
+    """The CSR rows' values on the heavy features (:func:`heavy_split`), dense: rows x ``n_heavy``."""
+    q = bptr.shape[0] - 1
+    XH = np.zeros((q, n_heavy))
+    at = slot[bidx]
+    on = at >= 0
+    XH[np.repeat(np.arange(q), np.diff(bptr))[on], at[on]] = bval[on]
+    return XH
+
+
 class KernelRows:
     """Kernel rows ``K(x_i, X[cols])`` for batches of data rows, into a given buffer.
 
@@ -546,31 +586,11 @@ class KernelRows:
         return self.inv
 
     def _heavy_split(self):
-        """The columns' frequent features apart (:data:`HEAVY_COST`): ``(slot, Hc, light index)`` -- each
-        feature's column in ``Hc`` (-1: not heavy), the columns' values on them (m x heavy, dense), and the
-        inverted index of the columns without them -- or None where no feature is that frequent (wide path)."""
+        """:func:`heavy_split` of the columns (wide path), kept until :meth:`set_columns`; None where no feature is
+        that frequent."""
         if self._split is None:
-            self._inverted()
-            df = self.df
-            need = math.sqrt(HEAVY_COST * self.n * self.m)
-            heavy = np.flatnonzero(df >= need)
-            if heavy.size < HEAVY_MIN_FEATURES:
-                self._split = False
-                return None
-            heavy = heavy[np.argsort(-df[heavy], kind="stable")[:HEAVY_MAX]]
-            heavy.sort()
-            d = self.X.shape[1]
-            slot = np.full(d, -1, dtype=np.int64)
-            slot[heavy] = np.arange(heavy.size)
-            indptr, indices, data = self._csr
             rows = np.arange(self.n, dtype=np.int64) if self.cols is None else np.asarray(self.cols, dtype=np.int64)
-            Xc = self.X if self.cols is None else self.X[rows]
-            Hc = np.ascontiguousarray(Xc[:, heavy].toarray(), dtype=np.float64)
-            light = slot[indices] < 0
-            row_of = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-            lptr = np.zeros(indptr.size, dtype=np.int64)
-            np.cumsum(np.bincount(row_of[light], minlength=indptr.size - 1), out=lptr[1:])
-            self._split = (slot, Hc, columns_of(data[light], indices[light], lptr, d, rows))
+            self._split = heavy_split(self.X, self._csr, rows, np.diff(self._inverted()[0])) or False
         return self._split or None
 
     def rows_cost_at_least(self, min_features, min_postings):
@@ -634,14 +654,12 @@ class KernelRows:
             split = self._heavy_split() if idx.size >= HEAVY_MIN_ROWS else None
             if split is not None:  # the frequent features by BLAS, the rest on the index
                 slot, Hc, light = split
-                XH = np.zeros((idx.size, Hc.shape[1]))
                 bptr, bidx, bval = _csr_arrays(Xi)
-                at = slot[bidx]
-                on = at >= 0
-                XH[np.repeat(np.arange(idx.size), np.diff(bptr))[on], at[on]] = bval[on]
-                (_rows_split_par if big else _rows_split_ser)(
-                    XH, Hc, bptr, bidx, bval, *light, *self._row_args(idx), out, dest, chunk_width(m)
-                )
+                XH = _heavy_dense(slot, Hc.shape[1], bptr, bidx, bval)
+                with one_blas_thread():  # (BLAS inside the compiled threads)
+                    (_rows_split_par if big else _rows_split_ser)(
+                        XH, Hc, bptr, bidx, bval, *light, *self._row_args(idx), out, dest, chunk_width(m)
+                    )
                 return out
             (_rows_wide_par if big else _rows_wide_ser)(
                 *_csr_arrays(Xi),
@@ -674,11 +692,18 @@ class KernelRows:
             return self.X[np.ix_(targets, rows)] @ coef
         if self.path == "wide":  # the rows as an inverted index, the targets' nonzeros drive the products
             indptr, indices, data = self._csr
-            cptr, crow, cval = columns_of(data, indices, indptr, self.X.shape[1], np.asarray(rows, dtype=np.int64))
+            rows = np.asarray(rows, dtype=np.int64)
+            d = self.X.shape[1]
+            df = np.bincount(self.X[rows].indices, minlength=d)  # (each feature's count among the rows)
             Xt = self.X[targets]
-            work = int(np.diff(cptr)[Xt.indices].sum())
+            work = int(df[Xt.indices].sum())
             if work <= TOUCHED_MAX_FRACTION * rows.size * targets.size:
-                return self._touched(Xt, (cptr, crow, cval), rows, coef, targets, parallel and work >= 2**16)
+                inv = columns_of(data, indices, indptr, d, rows)
+                return self._touched(Xt, inv, rows, coef, targets, parallel and work >= 2**16)
+            split = heavy_split(self.X, self._csr, rows, df) if targets.size >= HEAVY_MIN_ROWS else None
+            if split is not None:  # (only the index of the other features is built)
+                return self._times_split(split, Xt, rows, coef, targets, parallel and work >= PARALLEL_MIN_WORK)
+            cptr, crow, cval = columns_of(data, indices, indptr, d, rows)
             fn = _times_wide_par if parallel and work >= PARALLEL_MIN_WORK else _times_wide_ser
             return self._fused(fn, (*_csr_arrays(Xt), cptr, crow, cval), rows, coef, targets)
         if self.Xs is not None:
@@ -756,6 +781,27 @@ class KernelRows:
             np.ascontiguousarray(cfac, dtype=np.float64),
             float(np.sum(cfac)),
         )
+        return res
+
+    def _times_split(self, split, Xt, rows, coef, targets, parallel):
+        """:meth:`times` on the wide path with the frequent features apart (:func:`heavy_split` of ``rows``):
+        kernel rows of :data:`TIMES_SPLIT_BLOCK` targets at a time (:func:`_rows_split_py`), then their product
+        with ``coef``."""
+        slot, Hc, light = split
+        m = rows.size
+        fn = _rows_split_par if parallel else _rows_split_ser
+        args = (np.ascontiguousarray(self.sq[rows]), self.code, self.gamma, self.coef0, float(self.degree))
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        res = np.empty(targets.size)
+        buf = np.empty((min(TIMES_SPLIT_BLOCK, targets.size), m))
+        with one_blas_thread():  # (BLAS inside the compiled threads)
+            for lo in range(0, targets.size, TIMES_SPLIT_BLOCK):
+                hi = min(lo + TIMES_SPLIT_BLOCK, targets.size)
+                bptr, bidx, bval = _csr_arrays(Xt[lo:hi])
+                XH = _heavy_dense(slot, Hc.shape[1], bptr, bidx, bval)
+                dest = np.arange(hi - lo, dtype=np.int64)
+                fn(XH, Hc, bptr, bidx, bval, *light, self.sq[targets[lo:hi]], *args, buf, dest, chunk_width(m))
+                res[lo:hi] = buf[: hi - lo] @ coef
         return res
 
     def _fused(self, fn, arrays, rows, coef, targets):
