@@ -4,18 +4,19 @@ and predict, in one process.
     python benchmarks/bench_shapes.py                  # every case, median of 3
     python benchmarks/bench_shapes.py --only gamma wide --repeat 5
 
-Each case is data made here with a fixed seed and one estimator setting users reach for but the shared data
-sets do not exercise: a large RBF gamma (the corner of every grid search, where most kernel values underflow),
-a small one with a large C, class and sample weights, float32 and Fortran-ordered input, a precomputed Gram
-matrix, the sigmoid and a degree-4 polynomial kernel, 50 classes, 8 and 20 classes easy to separate (few
-support vectors), 20 small classes (SVC and NuSVC) and 8 overlapping ones, rows repeated ten times, binary sparse rows
-as CSR, CSC and integers, very sparse rows (10 of 2,000 features a row: 5 classes, one-class, probabilities; 4 of
-2**20 hashed features), regression on sparse rows and with targets in the thousands, one-class on 20,000
-rows, the linear kernel on few features with overlapping classes (C = 0.1-10, 3 classes, SVR), wide dense data
-with far fewer rows than features (gene-expression shape, n << d), 300 classes of 10 rows and 1,000 of 5, rows that
-repeat (pixel colours, one-hot categories), and the latency of ``predict`` on one row.  Every fit runs once
-untimed (compilation), then ``--repeat`` times; the table gives medians and maxmargin / scikit-learn (< 1:
-maxmargin faster) for the fit and for ``predict`` on the test rows, and the agreement of the two predictions.
+Each case is data made here with a fixed seed and one estimator setting users reach for but the shared data sets do
+not exercise: a large RBF gamma (the corner of every grid search, where most kernel values underflow), a small one
+with a large C, class and sample weights, float32 and Fortran-ordered input, a precomputed Gram matrix, the sigmoid
+and a degree-4 polynomial kernel, 50 classes, 8 and 20 classes easy to separate (few support vectors), 20 small
+classes (SVC and NuSVC) and 8 overlapping ones, rows repeated ten times, binary sparse rows as CSR, CSC and
+integers, very sparse rows (10 of 2,000 features a row: 5 classes, one-class, probabilities; 4 of 2**20 hashed
+features), text whose frequent words sit in most documents, regression on sparse rows and with targets in the
+thousands, one-class on 20,000 rows, the linear kernel on few features with overlapping classes (C = 0.1-10, 3
+classes, SVR), wide dense data with far fewer rows than features (gene-expression shape, n << d), 300 classes of 10
+rows and 1,000 of 5, rows that repeat (pixel colours, one-hot categories), and the latency of ``predict`` on one
+row. Every fit runs once untimed (compilation), then ``--repeat`` times; the table gives medians and maxmargin /
+scikit-learn (< 1: maxmargin faster) for the fit and for ``predict`` on the test rows, and the agreement of the two
+predictions.
 Time it on a quiet machine.
 
 ``--peer sklearnex`` times Intel's oneDAL (scikit-learn-intelex) instead of scikit-learn.  Where oneDAL does not
@@ -120,6 +121,18 @@ def _cases():
     w_text = rng.normal(size=T.shape[1])
     case("sparse", "SVR on TF-IDF text 6,000 x 30,000", "SVR", {"gamma": 1.0}, T, T @ w_text, Xte=Tte)
     case("sparse", "one-class on the same text", "OneClassSVM", {"nu": 0.1, "gamma": 1.0}, T, None, Xte=Tte)
+    # text whose frequent words sit in most documents (Zipf counts, TF-IDF rows; seeds no other set uses): their
+    # postings are most of a kernel row's work on the inverted index (session 48)
+    from datasets import _wide_text
+
+    rt = np.random.default_rng(48)  # (its own draws: the cases after keep their data)
+    for name, shape in (
+        ("4,000 docs x 20,000 words, ~170 a doc", (4000, 1000, 20_000, 400, 300, 0.02, 481)),
+        ("2,000 long docs x 60,000 words, ~600 a doc", (2000, 1000, 60_000, 1500, 600, 0.005, 482)),
+    ):
+        Dt, dy, Dte, _, _ = _wide_text(*shape)
+        case("text", f"{name}, SVC", "SVC", {"gamma": 1.0}, Dt, dy, Xte=Dte)
+        case("text", f"{name}, SVR", "SVR", {"gamma": 1.0}, Dt, Dt @ rt.normal(size=Dt.shape[1]), Xte=Dte)
     Xr, yr = make_regression(4000, 20, noise=5.0, random_state=0)
     case("regression", "SVR, targets x 1000, C=1e4", "SVR", {"C": 1e4}, Xr, 1000 * yr)
     case("regression", "NuSVR", "NuSVR", {}, StandardScaler().fit_transform(Xr), yr / yr.std())

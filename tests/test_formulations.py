@@ -529,7 +529,10 @@ def test_smo_takes_the_whole_kernel_matrix_where_it_pays(monkeypatch):
     mb = 8.0 * n * n / 2**20
     assert F.smo_on_gram(X, n, k, cache_size=mb) and not F.smo_on_gram(X, n, k, cache_size=0.99 * mb)
     assert not F.smo_on_gram(X[:, : rowcache.GRAM_MIN_FEATURES - 1], n, k)  # too narrow
-    assert not F.smo_on_gram(sp.csr_matrix(X), n, k)  # sparse rows: one at a time
+    assert F.smo_on_gram(sp.csr_matrix(X), n, k)  # sparse rows the engine densifies: as dense ones
+    assert not F.smo_on_gram(sp.csr_matrix(X[:, : rowcache.GRAM_MIN_FEATURES - 1]), n, k)
+    few = sp.random(n, 5000, density=0.002, format="csr", random_state=1)
+    assert not F.smo_on_gram(few, n, k)  # very sparse rows (few postings a value): SMO's rows one at a time
     assert not F.smo_on_gram(X, n, make_kernel("precomputed"))
     assert not F.smo_on_gram(X, F.GRAM_MAX_N + 1, k, cache_size=1e6)
     with rowcache.keeping_gram():  # the matrix serves the folds of probability=True too: as far as it fits

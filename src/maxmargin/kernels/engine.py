@@ -268,9 +268,13 @@ def _rows_wide_py(bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coe
 #: features), for blocks of at least HEAVY_MIN_ROWS rows (one row would read the whole dense block for itself).
 #: 512 kernel rows against 6,000 (``/tmp/s48/split3.py``), us a row, index alone / split at HEAVY_COST 0.025, 0.05,
 #: 0.1, 0.2: text2 17.3 / 14.0, 12.5, 12.2, 16.9; rcv1b 21.5 / 16.6, 15.0, 14.4, 14.6; news20m 32.1 / 22.5, 20.3,
-#: 19.8, 20.7; abstracts 37.7 / 23.2, 20.5, 19.8, 20.9; longdocs (256 features apart) 326 / 162
+#: 19.8, 20.7; abstracts 37.7 / 23.2, 20.5, 19.8, 20.9; longdocs (256 features apart) 326 / 162.  At most 512
+#: features apart (``/tmp/s48/hmax.py``, HEAVY_MAX 128 / 256 / 512): longdocs 165 / 135 / 103 us a row (497 apart),
+#: 2,000 long documents of ~650 words 48 / 39 / 39 (309); text2, 4,000 documents of ~200 words: no change
 HEAVY_COST = 0.1
-HEAVY_MAX = 256
+HEAVY_MAX = 512
+#: ... and at most this many bytes of the dense block (m x features, float64)
+HEAVY_MAX_BYTES = 64 << 20
 HEAVY_MIN_ROWS = 16
 #: ... and where at least HEAVY_MIN_FEATURES are that frequent (a product over fewer is bound by writing its block:
 #: 4 features of short_text's took a kernel row from 3.6 to 6.2 us); rows of a product at a time
@@ -478,7 +482,8 @@ def heavy_split(X, csr, rows, df):
     heavy = np.flatnonzero(df >= math.sqrt(HEAVY_COST) * m)
     if heavy.size < HEAVY_MIN_FEATURES:
         return None
-    heavy = np.sort(heavy[np.argsort(-df[heavy], kind="stable")[:HEAVY_MAX]])
+    most = max(HEAVY_MIN_FEATURES, min(HEAVY_MAX, HEAVY_MAX_BYTES // (8 * max(m, 1))))
+    heavy = np.sort(heavy[np.argsort(-df[heavy], kind="stable")[:most]])
     indptr, indices, data = csr
     d = X.shape[1]
     slot = np.full(d, -1, dtype=np.int64)
@@ -562,6 +567,7 @@ class KernelRows:
         # against them: a solver that reads most rows from elsewhere (the batched solver's shared_rows) or
         # changes columns again first gathers nothing (5 folds of a 5,000 x 2,000 problem: 0.35 s of copies)
         self.inv = None
+        self.df = None
         self._split = None  # the frequent features apart (_heavy_split); False: none
         self._xc = None
         self._E = None  # exp(-g|z|^2) of the columns (_untouched)
@@ -575,22 +581,28 @@ class KernelRows:
             self._xc = np.ascontiguousarray(Xc.T) if self.small else Xc
         return self._xc
 
+    def _column_rows(self):
+        return np.arange(self.n, dtype=np.int64) if self.cols is None else np.asarray(self.cols, dtype=np.int64)
+
     def _inverted(self):
-        """The columns as an inverted index (feature -> the columns holding it, :func:`columns_of`) and each
-        feature's count among them (wide path)."""
+        """The columns as an inverted index (feature -> the columns holding it, :func:`columns_of`; wide path)."""
         if self.inv is None:
             indptr, indices, data = self._csr
-            rows = np.arange(self.n, dtype=np.int64) if self.cols is None else np.asarray(self.cols, dtype=np.int64)
-            self.inv = columns_of(data, indices, indptr, self.X.shape[1], rows)
-            self.df = np.diff(self.inv[0])
+            self.inv = columns_of(data, indices, indptr, self.X.shape[1], self._column_rows())
         return self.inv
+
+    def _df(self):
+        """Each feature's count among the columns (wide path)."""
+        if self.df is None:
+            Xc = self.X if self.cols is None else self.X[self._column_rows()]
+            self.df = np.bincount(Xc.indices, minlength=self.X.shape[1])
+        return self.df
 
     def _heavy_split(self):
         """:func:`heavy_split` of the columns (wide path), kept until :meth:`set_columns`; None where no feature is
         that frequent."""
         if self._split is None:
-            rows = np.arange(self.n, dtype=np.int64) if self.cols is None else np.asarray(self.cols, dtype=np.int64)
-            self._split = heavy_split(self.X, self._csr, rows, np.diff(self._inverted()[0])) or False
+            self._split = heavy_split(self.X, self._csr, self._column_rows(), self._df()) or False
         return self._split or None
 
     def rows_cost_at_least(self, min_features, min_postings):
@@ -639,13 +651,13 @@ class KernelRows:
             return out
         if self.path == "wide":
             Xi = self.X[idx]
-            cptr, crow, cval = self._inverted()
             # the work: each row's nonzeros times the columns holding their features, and each value's formula
             # (very sparse rows meet few postings, but every row still costs m kernel values: hashed300k's 20,000
             # rows had run on one thread)
-            work = int(self.df[Xi.indices].sum())
+            work = int(self._df()[Xi.indices].sum())
             big = parallel and work + idx.size * m >= PARALLEL_MIN_WORK
             if work <= TOUCHED_MAX_FRACTION * idx.size * m:  # very sparse rows: the touched columns by formula
+                cptr, crow, cval = self._inverted()
                 F, E = self._untouched(idx)
                 (_rows_touched_par if big else _rows_touched_ser)(
                     *_csr_arrays(Xi), cptr, crow, cval, *self._row_args(idx), out, dest, F, E, EXP_MIN_VALUE
@@ -661,6 +673,7 @@ class KernelRows:
                         XH, Hc, bptr, bidx, bval, *light, *self._row_args(idx), out, dest, chunk_width(m)
                     )
                 return out
+            cptr, crow, cval = self._inverted()
             (_rows_wide_par if big else _rows_wide_ser)(
                 *_csr_arrays(Xi),
                 cptr,

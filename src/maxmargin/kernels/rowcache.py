@@ -243,14 +243,32 @@ class RowCache:
 GRAM_MIN_FEATURES = 128
 
 
+#: ... and where sparse rows meet at least this many stored values of the other rows a kernel value (postings on the
+#: inverted index, ``sum_f df_f^2 / n^2``: text whose frequent words sit in most rows), the matrix from the kernel-row
+#: engine in blocks (:class:`maxmargin.kernels.engine.KernelRows`, its frequent features by BLAS).  Session 48,
+#: TF-IDF rows (``bench_shapes.py --only text``), SMO row by row / the whole matrix: 2,000 long documents x 60,000
+#: words (~650 a row, every row a support vector) 370 / 110 ms
+GRAM_MIN_POSTINGS = 4.0
+
+
 def gram_pays(X, kernel, n, cache_size):
-    """Whether SMO on ``n`` rows of ``X`` should compute the whole ``n x n`` kernel matrix at once
-    (:data:`GRAM_MIN_FEATURES`): dense rows, a kernel with a formula, ``8 n^2`` bytes within ``cache_size`` MB."""
-    if X is None or sp.issparse(X) or len(getattr(X, "shape", ())) != 2 or cache_size is None:
+    """Whether SMO on ``n`` rows of ``X`` should compute the whole ``n x n`` kernel matrix at once: rows of
+    :data:`GRAM_MIN_FEATURES` (dense, or sparse rows the kernel-row engine densifies), or of
+    :data:`GRAM_MIN_POSTINGS` (sparse rows it keeps sparse: its "wide" path), a kernel with a formula, ``8 n^2``
+    bytes within ``cache_size`` MB."""
+    if X is None or len(getattr(X, "shape", ())) != 2 or cache_size is None:
         return False
     if getattr(kernel, "code", None) not in FORMULA_CODES or getattr(kernel, "name", "") == "callable":
         return False
-    return X.shape[1] >= GRAM_MIN_FEATURES and 8.0 * n * n <= float(cache_size) * 1024 * 1024
+    if not 8.0 * n * n <= float(cache_size) * 1024 * 1024:
+        return False
+    if sp.issparse(X):
+        from .engine import decide, postings_per_value
+
+        if decide(X, kernel) == "wide":  # (rows the engine keeps sparse; the others it densifies: as dense rows)
+            X = sp.csr_matrix(X)
+            return X.shape[0] > 0 and postings_per_value(X.indices, X.shape[1], X.shape[0]) >= GRAM_MIN_POSTINGS
+    return X.shape[1] >= GRAM_MIN_FEATURES
 
 
 _KEEP = threading.local()
@@ -282,13 +300,21 @@ def given_gram(X, kernel):
 
 
 def whole_gram_cache(X, kernel):
-    """A :class:`RowCache` holding every whole kernel row of dense ``X``, pinned: the solver never computes a
-    row.  One BLAS product ``X X'`` (symmetric: NumPy hands it to ``syrk``), then the kernel's formula, on
-    Numba's threads from the main thread only (a one-vs-one pair's thread runs it serially)."""
+    """A :class:`RowCache` holding every whole kernel row of ``X``, pinned: the solver never computes a row.
+    Dense ``X``: one BLAS product ``X X'`` (symmetric: NumPy hands it to ``syrk``), then the kernel's formula;
+    sparse: every row from the kernel-row engine (:class:`maxmargin.kernels.engine.KernelRows`).  On Numba's
+    threads from the main thread only (a one-vs-one pair's thread runs it serially)."""
+    parallel = threading.current_thread() is threading.main_thread()
+    if sp.issparse(X):
+        from .engine import KernelRows
+
+        n = X.shape[0]
+        G = np.empty((n, n))
+        KernelRows(X, kernel).compute(np.arange(n, dtype=np.int64), G, parallel=parallel)
+        return RowCache.sharing(G, np.arange(n, dtype=np.int64), range(0))
     X = np.ascontiguousarray(X, dtype=np.float64)
     G = X @ X.T
     sq = row_norms_sq(X) if kernel.code == RBF else None
-    parallel = threading.current_thread() is threading.main_thread()
     transform_rows(G, kernel.code, kernel.params, sq, sq, parallel=parallel)
     return RowCache.sharing(G, np.arange(X.shape[0], dtype=np.int64), range(0))
 
