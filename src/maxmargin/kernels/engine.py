@@ -280,8 +280,10 @@ HEAVY_MIN_ROWS = 16
 #: 4 features of short_text's took a kernel row from 3.6 to 6.2 us); rows of a product at a time
 HEAVY_MIN_FEATURES = 16
 HEAVY_ROW_BLOCK = 64
-#: :meth:`KernelRows.times` with the frequent features apart computes the kernel rows of this many targets at a time
+#: :meth:`KernelRows.times` with the frequent features apart computes the kernel rows of this many targets at a time,
+#: in at most TIMES_SPLIT_BYTES (50,000 support vectors: 41 targets)
 TIMES_SPLIT_BLOCK = 256
+TIMES_SPLIT_BYTES = 16 << 20
 
 
 def _rows_split_py(XH, Hc, bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, gamma, coef0, degree, out, dest, width):
@@ -798,18 +800,19 @@ class KernelRows:
 
     def _times_split(self, split, Xt, rows, coef, targets, parallel):
         """:meth:`times` on the wide path with the frequent features apart (:func:`heavy_split` of ``rows``):
-        kernel rows of :data:`TIMES_SPLIT_BLOCK` targets at a time (:func:`_rows_split_py`), then their product
-        with ``coef``."""
+        kernel rows of :data:`TIMES_SPLIT_BLOCK` targets at a time (fewer where they would exceed
+        :data:`TIMES_SPLIT_BYTES`; :func:`_rows_split_py`), then their product with ``coef``."""
         slot, Hc, light = split
         m = rows.size
         fn = _rows_split_par if parallel else _rows_split_ser
         args = (np.ascontiguousarray(self.sq[rows]), self.code, self.gamma, self.coef0, float(self.degree))
         coef = np.ascontiguousarray(coef, dtype=np.float64)
         res = np.empty(targets.size)
-        buf = np.empty((min(TIMES_SPLIT_BLOCK, targets.size), m))
+        block = max(HEAVY_MIN_ROWS, min(TIMES_SPLIT_BLOCK, TIMES_SPLIT_BYTES // (8 * max(m, 1))))
+        buf = np.empty((min(block, targets.size), m))
         with one_blas_thread():  # (BLAS inside the compiled threads)
-            for lo in range(0, targets.size, TIMES_SPLIT_BLOCK):
-                hi = min(lo + TIMES_SPLIT_BLOCK, targets.size)
+            for lo in range(0, targets.size, block):
+                hi = min(lo + block, targets.size)
                 bptr, bidx, bval = _csr_arrays(Xt[lo:hi])
                 XH = _heavy_dense(slot, Hc.shape[1], bptr, bidx, bval)
                 dest = np.arange(hi - lo, dtype=np.int64)
