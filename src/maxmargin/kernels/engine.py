@@ -292,7 +292,7 @@ def _rows_split_py(XH, Hc, bptr, bidx, bval, cptr, crow, cval, sq_b, sq, code, g
     one thread each, as :func:`_rows_dense_py`), then each row's other features on the inverted index of the rest
     (``cptr, crow, cval``: the heavy features' postings are empty there) and the kernel's transform, rows in
     parallel.  On text (tf-idf, 6,000 x 30,000: 38 features in a fifth or more of the rows hold 87% of the
-    postings) a kernel row costs a third."""
+    postings) a kernel row costs 0.3-0.7 of the index's time (:data:`HEAVY_COST`)."""
     m = Hc.shape[0]
     q = XH.shape[0]
     nch = (m + width - 1) // width
@@ -473,29 +473,29 @@ def _inverted_index_pays(X):
     return postings <= WIDE_PER_NONZERO * X.nnz / n + WIDE_PER_FEATURE * d
 
 
-def heavy_split(X, csr, rows, df):
-    """The frequent features of the CSR rows ``rows`` of ``X`` (``csr``: its arrays) apart (:data:`HEAVY_COST`;
-    ``df``: each feature's count among those rows): ``(slot, Hc, light index)`` -- each feature's column in ``Hc``
-    (-1: not heavy), the rows' values on them (rows x heavy, dense), and the inverted index (:func:`columns_of`)
-    of the rows without them -- or None where fewer than :data:`HEAVY_MIN_FEATURES` features are that frequent.
-    A feature in ``df`` of the ``m`` rows meets about ``df^2 / m`` postings a kernel row (rows like these), its
-    dense column ``m`` multiply-adds: it goes apart from ``df >= sqrt(HEAVY_COST) m``."""
+def heavy_split(X, rows, df):
+    """The frequent features of the CSR rows ``rows`` of ``X`` apart (:data:`HEAVY_COST`; ``df``: each feature's
+    count among those rows): ``(slot, Hc, light index)`` -- each feature's column in ``Hc`` (-1: not heavy), the
+    rows' values on them (rows x heavy, dense), and the inverted index (:func:`columns_of`) of the rows without
+    them -- or None where fewer than :data:`HEAVY_MIN_FEATURES` features are that frequent.  A feature in ``df`` of
+    the ``m`` rows meets about ``df^2 / m`` postings a kernel row (rows like these), its dense column ``m``
+    multiply-adds: it goes apart from ``df >= sqrt(HEAVY_COST) m``.  Work and memory O(the rows' non-zeros)."""
     m = rows.shape[0]
     heavy = np.flatnonzero(df >= math.sqrt(HEAVY_COST) * m)
     if heavy.size < HEAVY_MIN_FEATURES:
         return None
     most = max(HEAVY_MIN_FEATURES, min(HEAVY_MAX, HEAVY_MAX_BYTES // (8 * max(m, 1))))
     heavy = np.sort(heavy[np.argsort(-df[heavy], kind="stable")[:most]])
-    indptr, indices, data = csr
     d = X.shape[1]
     slot = np.full(d, -1, dtype=np.int64)
     slot[heavy] = np.arange(heavy.size)
-    Hc = np.ascontiguousarray(X[rows][:, heavy].toarray(), dtype=np.float64)
+    Xr = X[rows]
+    Hc = np.ascontiguousarray(Xr[:, heavy].toarray(), dtype=np.float64)
+    indptr, indices, data = _csr_arrays(Xr)
     light = slot[indices] < 0
-    row_of = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-    lptr = np.zeros(indptr.size, dtype=np.int64)
-    np.cumsum(np.bincount(row_of[light], minlength=indptr.size - 1), out=lptr[1:])
-    return slot, Hc, columns_of(data[light], indices[light], lptr, d, rows)
+    lptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(np.repeat(np.arange(m), np.diff(indptr))[light], minlength=m), out=lptr[1:])
+    return slot, Hc, columns_of(data[light], indices[light], lptr, d, np.arange(m, dtype=np.int64))
 
 
 def _heavy_dense(slot, n_heavy, bptr, bidx, bval):
@@ -604,7 +604,7 @@ class KernelRows:
         """:func:`heavy_split` of the columns (wide path), kept until :meth:`set_columns`; None where no feature is
         that frequent."""
         if self._split is None:
-            self._split = heavy_split(self.X, self._csr, self._column_rows(), self._df()) or False
+            self._split = heavy_split(self.X, self._column_rows(), self._df()) or False
         return self._split or None
 
     def rows_cost_at_least(self, min_features, min_postings):
@@ -715,7 +715,7 @@ class KernelRows:
             if work <= TOUCHED_MAX_FRACTION * rows.size * targets.size:
                 inv = columns_of(data, indices, indptr, d, rows)
                 return self._touched(Xt, inv, rows, coef, targets, parallel and work >= 2**16)
-            split = heavy_split(self.X, self._csr, rows, df) if targets.size >= HEAVY_MIN_ROWS else None
+            split = heavy_split(self.X, rows, df) if targets.size >= HEAVY_MIN_ROWS else None
             if split is not None:  # (only the index of the other features is built)
                 return self._times_split(split, Xt, rows, coef, targets, parallel and work >= PARALLEL_MIN_WORK)
             cptr, crow, cval = columns_of(data, indices, indptr, d, rows)

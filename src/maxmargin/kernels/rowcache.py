@@ -247,7 +247,7 @@ GRAM_MIN_FEATURES = 128
 #: inverted index, ``sum_f df_f^2 / n^2``: text whose frequent words sit in most rows), the matrix from the kernel-row
 #: engine in blocks (:class:`maxmargin.kernels.engine.KernelRows`, its frequent features by BLAS).  Session 48,
 #: TF-IDF rows (``bench_shapes.py --only text``), SMO row by row / the whole matrix: 2,000 long documents x 60,000
-#: words (~650 a row, every row a support vector) 370 / 110 ms
+#: words (~650 a row, every row a support vector), the whole fit 370 / 172 ms
 GRAM_MIN_POSTINGS = 4.0
 
 
