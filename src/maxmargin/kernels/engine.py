@@ -473,23 +473,22 @@ def _inverted_index_pays(X):
     return postings <= WIDE_PER_NONZERO * X.nnz / n + WIDE_PER_FEATURE * d
 
 
-def heavy_split(X, rows, df):
-    """The frequent features of the CSR rows ``rows`` of ``X`` apart (:data:`HEAVY_COST`; ``df``: each feature's
-    count among those rows): ``(slot, Hc, light index)`` -- each feature's column in ``Hc`` (-1: not heavy), the
+def heavy_split(Xr, df):
+    """The frequent features of the CSR rows ``Xr`` apart (:data:`HEAVY_COST`; ``df``: each feature's
+    count among them): ``(slot, Hc, light index)`` -- each feature's column in ``Hc`` (-1: not heavy), the
     rows' values on them (rows x heavy, dense), and the inverted index (:func:`columns_of`) of the rows without
     them -- or None where fewer than :data:`HEAVY_MIN_FEATURES` features are that frequent.  A feature in ``df`` of
     the ``m`` rows meets about ``df^2 / m`` postings a kernel row (rows like these), its dense column ``m``
     multiply-adds: it goes apart from ``df >= sqrt(HEAVY_COST) m``.  Work and memory O(the rows' non-zeros)."""
-    m = rows.shape[0]
+    m = Xr.shape[0]
     heavy = np.flatnonzero(df >= math.sqrt(HEAVY_COST) * m)
     if heavy.size < HEAVY_MIN_FEATURES:
         return None
     most = max(HEAVY_MIN_FEATURES, min(HEAVY_MAX, HEAVY_MAX_BYTES // (8 * max(m, 1))))
     heavy = np.sort(heavy[np.argsort(-df[heavy], kind="stable")[:most]])
-    d = X.shape[1]
+    d = Xr.shape[1]
     slot = np.full(d, -1, dtype=np.int64)
     slot[heavy] = np.arange(heavy.size)
-    Xr = X[rows]
     Hc = np.ascontiguousarray(Xr[:, heavy].toarray(), dtype=np.float64)
     indptr, indices, data = _csr_arrays(Xr)
     light = slot[indices] < 0
@@ -593,18 +592,21 @@ class KernelRows:
             self.inv = columns_of(data, indices, indptr, self.X.shape[1], self._column_rows())
         return self.inv
 
+    def _column_data(self):
+        """The columns' rows (CSR; wide path)."""
+        return self.X if self.cols is None else self.X[self._column_rows()]
+
     def _df(self):
         """Each feature's count among the columns (wide path)."""
         if self.df is None:
-            Xc = self.X if self.cols is None else self.X[self._column_rows()]
-            self.df = np.bincount(Xc.indices, minlength=self.X.shape[1])
+            self.df = np.bincount(self._column_data().indices, minlength=self.X.shape[1])
         return self.df
 
     def _heavy_split(self):
         """:func:`heavy_split` of the columns (wide path), kept until :meth:`set_columns`; None where no feature is
         that frequent."""
         if self._split is None:
-            self._split = heavy_split(self.X, self._column_rows(), self._df()) or False
+            self._split = heavy_split(self._column_data(), self._df()) or False
         return self._split or None
 
     def rows_cost_at_least(self, min_features, min_postings):
@@ -709,13 +711,14 @@ class KernelRows:
             indptr, indices, data = self._csr
             rows = np.asarray(rows, dtype=np.int64)
             d = self.X.shape[1]
-            df = np.bincount(self.X[rows].indices, minlength=d)  # (each feature's count among the rows)
+            Xr = self.X[rows]
+            df = np.bincount(Xr.indices, minlength=d)  # (each feature's count among the rows)
             Xt = self.X[targets]
             work = int(df[Xt.indices].sum())
             if work <= TOUCHED_MAX_FRACTION * rows.size * targets.size:
                 inv = columns_of(data, indices, indptr, d, rows)
                 return self._touched(Xt, inv, rows, coef, targets, parallel and work >= 2**16)
-            split = heavy_split(self.X, rows, df) if targets.size >= HEAVY_MIN_ROWS else None
+            split = heavy_split(Xr, df) if targets.size >= HEAVY_MIN_ROWS else None
             if split is not None:  # (only the index of the other features is built)
                 return self._times_split(split, Xt, rows, coef, targets, parallel and work >= PARALLEL_MIN_WORK)
             cptr, crow, cval = columns_of(data, indices, indptr, d, rows)
