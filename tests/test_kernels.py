@@ -156,6 +156,46 @@ def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, 
     assert called
 
 
+@pytest.mark.parametrize("name,kw", KERNELS)
+def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
+    """``engine.times_blas`` (BLAS on chunks of rows, kernel values summed in cache): every kernel against the naive
+    formula, chunk counts that do not divide the rows, one row, one chunk, threads on and off, no columns; and the
+    callers that route dense rows there: ``kernel_times`` past its fused bound (odd widths padded to 8) and
+    ``KernelRows.times`` past ``TIMES_AXPY_MAX_D`` (column subsets, targets in any order)."""
+    from maxmargin.kernels import engine
+
+    A, B = data((301, 13), seed=3), data((257, 13), seed=4)
+    c = np.linspace(-1.0, 2.0, 257)
+    kern = make_kernel(name, X=A, **kw)
+    ref = naive(name, kw, A, B) @ c
+    tol = {"rtol": 1e-10, "atol": 1e-9}
+    sqa, sqb = (A * A).sum(1), (B * B).sum(1)
+    g = (kern.code, *kern.params)
+    monkeypatch.setattr(engine, "TIMES_BLAS_MIN_ROWS", 16)  # many chunks of these few rows
+    monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)
+    for parallel in (True, False):
+        np.testing.assert_allclose(engine.times_blas(A, B, sqa, sqb, *g, c, parallel), ref, **tol)
+    np.testing.assert_allclose(engine.times_blas(A[:1], B, sqa[:1], sqb, *g, c), ref[:1], **tol)
+    assert engine.times_blas(A[:0], B, sqa[:0], sqb, *g, c).shape == (0,)
+    np.testing.assert_array_equal(engine.times_blas(A, B[:0], sqa, sqb[:0], *g, c[:0]), np.zeros(301))
+    monkeypatch.undo()
+    called = []
+    real = engine.times_blas
+    monkeypatch.setattr(engine, "times_blas", lambda *a, **k: called.append(1) or real(*a, **k))
+    np.testing.assert_allclose(kernel_times(kern, A, B, c, fused_dense=False), ref, **tol)
+    assert called
+    called.clear()
+    X = np.vstack([A, B])
+    kr = KernelRows(X, kern)
+    monkeypatch.setattr(engine, "TIMES_AXPY_MAX_D", 8)  # 13 features: past the fused loop on any host
+    targets = np.arange(300, -1, -1)
+    got = kr.times(np.arange(301, 301 + 257), c, targets)
+    np.testing.assert_allclose(got, ref[targets], **tol)
+    assert called
+    kr.set_columns(np.arange(0, 558, 2))  # (the columns do not change what times sums)
+    np.testing.assert_allclose(kr.times(np.arange(301, 558), c, np.arange(301)), ref, **tol)
+
+
 def test_dot_prefix_sums_the_first_m_products_in_any_order_to_rounding():
     """The reassociated sum of the fused gradient-rebuild loops: every prefix length (the vector body, the
     remainder, none at all) against an exactly rounded sum; entries past ``m`` are never read into it."""

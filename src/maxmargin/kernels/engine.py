@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange, uint64
@@ -74,7 +75,8 @@ WIDE_PER_NONZERO = 0.11
 WIDE_PER_FEATURE = 1.0 / 1500
 SPARSE_CHUNK = 512
 #: the gradient rebuild of dense data with at most this many features runs in the
-#: fused compiled loop (:func:`_times_sparse_py`) rather than BLAS blocks + NumPy
+#: fused compiled loop (:func:`_times_sparse_py`) rather than BLAS on chunks (:func:`times_blas`); on an AVX-512
+#: host :data:`ROWS_SMALL_D` (set below, with FUSED_DENSE_PREDICT)
 TIMES_AXPY_MAX_D = 64
 
 
@@ -424,6 +426,87 @@ _times_touched_par, _times_touched_ser = parallel_and_serial(_times_touched_py)
 _rows_touched_par, _rows_touched_ser = parallel_and_serial(_rows_touched_py)
 
 
+#: dense rows of more features than the fused loop takes (:func:`kernel_times` past ``fused_dense``,
+#: :meth:`KernelRows.times` past :data:`FUSED_DENSE_MAX_D`): chunks of about TIMES_BLAS_VALUES kernel values
+#: (TIMES_BLAS_MIN_ROWS to TIMES_BLAS_MAX_ROWS rows of A), each one BLAS product against all of B on one BLAS
+#: thread, the chunks on Numba's threads, each chunk's kernel values formed and summed with the coefficients while
+#: they are in cache (:func:`_times_blas_py`).  ``Kernel.mmv`` stored 16 MB blocks and read them back twice (the
+#: transform on two threads, then a matrix-vector product): memory traffic, not arithmetic.  Measured (session 49,
+#: ``/tmp/s49/fused.py``, RBF, decision values of a fitted SVC on its training rows, chunks / blocks): 5,000 x 50
+#: against 1,930 support vectors 0.63 (11.3 / 18.1 ms); 8,000 x 12 0.52, x 30 0.60, x 50 0.79; 3,000 x 200 0.84,
+#: 6,000 x 200 0.92; 20,000 x 100 against 8,399 0.81; 1,000 x 5,000 0.96.  Against the fused loop over the rows
+#: as CSR arrays (the gradient rebuild's up to 64 features): 8,000 x 12 0.50, x 30 0.68, x 50 0.54; x 6-8 0.91-0.97
+#: (the fused loop kept there).  Chunks of 32-64 rows lost (the product against all of B is read again a chunk).
+TIMES_BLAS_VALUES = 1 << 18
+TIMES_BLAS_MIN_ROWS = 128
+TIMES_BLAS_MAX_ROWS = 512
+
+
+def _times_blas_py(A, B, sqa, sqb, code, gamma, coef0, degree, coef, res, per):
+    """res[r] = sum_t coef[t] k(A[r], B[t]): ``per`` rows of A a chunk, chunks in parallel (see TIMES_BLAS_VALUES);
+    BLAS must run on one thread (the caller's :func:`one_blas_thread`)."""
+    n = A.shape[0]
+    m = B.shape[0]
+    nch = (n + per - 1) // per
+    for c in prange(nch):
+        lo = c * per
+        hi = min(lo + per, n)
+        D = np.dot(A[lo:hi], B.T)
+        scratch = np.empty(m)
+        for r in range(hi - lo):
+            o = D[r]
+            transform(o, code, gamma, coef0, degree, sqa[lo + r], sqb, scratch)
+            res[lo + r] = dot_prefix(o, coef, m)
+
+
+_times_blas_par, _times_blas_ser = parallel_and_serial(_times_blas_py, nogil=True)
+
+
+def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True):
+    """``K(A, B) @ coef`` for dense rows (C-ordered float64 ``A``, ``B`` of the same width; ``sqa`` / ``sqb`` their
+    squared norms, read by RBF only) by :func:`_times_blas_py`, on Numba's threads where the work pays
+    (:data:`PARALLEL_MIN_WORK`) unless ``parallel`` is False.  The chunks come in a multiple of the threads, of like
+    size."""
+    n, m = A.shape[0], B.shape[0]
+    res = np.empty(n)
+    if n == 0:
+        return res
+    if m == 0:
+        res[:] = 0.0
+        return res
+    par = parallel and n * m * max(A.shape[1], 1) >= PARALLEL_MIN_WORK
+    threads = numba.get_num_threads() if par else 1
+    per = min(max(TIMES_BLAS_VALUES // m, TIMES_BLAS_MIN_ROWS), TIMES_BLAS_MAX_ROWS)
+    nch = -(-n // per)
+    nch = -(-nch // threads) * threads
+    per = -(-n // nch)
+    with one_blas_thread():
+        (_times_blas_par if par else _times_blas_ser)(
+            A,
+            B,
+            np.ascontiguousarray(sqa, dtype=np.float64),
+            np.ascontiguousarray(sqb, dtype=np.float64),
+            code,
+            gamma,
+            coef0,
+            float(degree),
+            np.ascontiguousarray(coef, dtype=np.float64),
+            res,
+            per,
+        )
+    return res
+
+
+def _padded(A, dp):
+    """Dense ``A`` as C-ordered float64 with zero columns up to ``dp`` (no copy where it already is)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if A.shape[1] == dp:
+        return A
+    P = np.zeros((A.shape[0], dp))
+    P[:, : A.shape[1]] = A
+    return P
+
+
 def _csr_arrays(A):
     """(indptr, indices, data) of a CSR matrix as the compiled loops take them."""
     return A.indptr.astype(np.int64), A.indices.astype(np.int64), np.ascontiguousarray(A.data, dtype=np.float64)
@@ -742,13 +825,16 @@ class KernelRows:
             t_arrays = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64), Xt.data)
             fn = _times_sparse_par if parallel else _times_sparse_ser
             return self._fused(fn, (*_csr_arrays(Xr), self.d, *t_arrays), rows, coef, targets)
-        if not sp.issparse(self.X) and self.X.shape[1] <= TIMES_AXPY_MAX_D:
+        if not sp.issparse(self.X) and self.X_orig.shape[1] <= TIMES_AXPY_MAX_D:
             # dense rows as CSR arrays with every entry stored (no scipy conversion), without the zero columns the
             # BLAS path pads (22 features: 24 products a kernel value, not 22); the fused loop as above
             Xo = self.X_orig
             fn = _times_sparse_par if parallel else _times_sparse_ser
             arrays = (*_dense_as_csr(Xo[rows]), Xo.shape[1], *_dense_as_csr(Xo[targets]))
             return self._fused(fn, arrays, rows, coef, targets)
+        if not sp.issparse(self.X):  # BLAS on chunks of the targets (the rows as padded for BLAS)
+            g = (self.code, self.gamma, self.coef0, self.degree)
+            return times_blas(self.X[targets], self.X[rows], self.sq[targets], self.sq[rows], *g, coef, parallel)
         return self.kernel.mmv(self.X_orig[targets], self.X_orig[rows], coef)
 
     def _f0(self):
@@ -865,7 +951,14 @@ def _host_has_avx512():
 #: ``/tmp/s47/fd.py``, fused / blocks: 80,000 x 10,000 x 3 features 0.31, 20,000 x 5,000 x 3 0.38, 20,000 x 4,000
 #: x 8 0.55; but 1,600 x 3,300 x 10 1.28, 8,000 x 1,000 x 16 1.68, 8,000 x 3,655 x 20 0.87, 20,000 x 4,000 x 24
 #: 0.84): so the most features the predict paths fuse, ``kernel_times``'s ``fused_dense``
-FUSED_DENSE_PREDICT = FUSED_DENSE_MAX_D if not _host_has_avx512() else ROWS_SMALL_D
+#: Since session 49 the dense rows past it go to BLAS on chunks (:func:`times_blas`), not to blocks, and beat the
+#: fused loop from 12 features on this AVX-512 host (see TIMES_BLAS_VALUES): there both the predict paths and the
+#: solvers' sums (kernel_times' default, KernelRows.times) fuse at most ROWS_SMALL_D features.  An AVX2 host keeps
+#: the bounds measured on one (24 and 64 features).
+_AVX512 = _host_has_avx512()
+FUSED_DENSE_MAX_D = FUSED_DENSE_MAX_D if not _AVX512 else ROWS_SMALL_D
+TIMES_AXPY_MAX_D = TIMES_AXPY_MAX_D if not _AVX512 else ROWS_SMALL_D
+FUSED_DENSE_PREDICT = FUSED_DENSE_MAX_D
 
 
 def _held_times_py(S, slots, coef, cols, out):
@@ -916,7 +1009,19 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True):
     fused = path in ("sparse", "wide") or (
         path in ("narrow", "dense") and A.shape[1] <= max_d and A.shape[0] * B.shape[0] >= FUSED_DENSE_MIN_ENTRIES
     )
-    if not fused or kernel.name == "callable":
+    if kernel.name == "callable" or path == "gram":
+        return kernel.mmv(A, B, coef)
+    if not fused:
+        if path in ("narrow", "dense"):  # BLAS on chunks of A's rows, no block stored
+            A, B = densify_if_cheap(A), densify_if_cheap(B)
+            if not (sp.issparse(A) or sp.issparse(B)):
+                dp = -(-A.shape[1] // 8) * 8  # (zero columns: see KernelRows)
+                A, B = _padded(A, dp), _padded(B, dp)
+                rbf = kernel.code == RBF
+                sqa = row_norms_sq(A) if rbf else np.zeros(A.shape[0])
+                sqb = row_norms_sq(B) if rbf else np.zeros(B.shape[0])
+                g = (kernel.code, *kernel.params)
+                return times_blas(A, B, sqa, sqb, *g, coef, parallel)
         return kernel.mmv(A, B, coef)
     na = A.shape[0]
     if na == 0 or B.shape[0] == 0:
