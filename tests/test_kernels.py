@@ -159,7 +159,8 @@ def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, 
 @pytest.mark.parametrize("name,kw", KERNELS)
 def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
     """``engine.times_blas`` (BLAS on chunks of rows, kernel values summed in cache): every kernel against the naive
-    formula, chunk counts that do not divide the rows, one row, one chunk, threads on and off, no columns; and the
+    formula, chunk counts that do not divide the rows, one row, one chunk, threads on and off, no columns, the blocks
+    taken while BLAS's pool spins; and the
     callers that route dense rows there: ``kernel_times`` past its fused bound (odd widths padded to 8) and
     ``KernelRows.times`` past ``TIMES_AXPY_MAX_D`` (column subsets, targets in any order)."""
     from maxmargin.kernels import engine
@@ -175,6 +176,15 @@ def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
     monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)
     for parallel in (True, False):
         np.testing.assert_allclose(engine.times_blas(A, B, sqa, sqb, *g, c, parallel), ref, **tol)
+    # BLAS's pool still spinning after a product: Kernel.mmv's blocks instead (blocks of 16 rows here)
+    monkeypatch.setattr(engine, "_blas_pool_spinning", lambda: True)
+    monkeypatch.setattr(engine, "TIMES_BLAS_CHECK_WORK", 0)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(engine, "block_rows_for", lambda m: 16)
+    np.testing.assert_allclose(engine.times_blas(A, B, sqa, sqb, *g, c, pool_when_busy=True), ref, **tol)
+    monkeypatch.undo()
+    monkeypatch.setattr(engine, "TIMES_BLAS_MIN_ROWS", 16)
+    monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)
     np.testing.assert_allclose(engine.times_blas(A[:1], B, sqa[:1], sqb, *g, c), ref[:1], **tol)
     assert engine.times_blas(A[:0], B, sqa[:0], sqb, *g, c).shape == (0,)
     np.testing.assert_array_equal(engine.times_blas(A, B[:0], sqa, sqb[:0], *g, c[:0]), np.zeros(301))
@@ -500,3 +510,33 @@ def test_whole_gram_of_sparse_rows_is_the_formula(name, kw):
         smo_fit = SVC(kernel=name, **kw, solver="smo", tol=1e-6).fit(X, y)
         batched_fit = SVC(kernel=name, **kw, solver="batched", tol=1e-6).fit(X, y)
         assert smo_fit.objective_ == pytest.approx(batched_fit.objective_, rel=1e-6)
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task"), reason="reads Linux's /proc")
+def test_others_running_sees_a_thread_at_work_and_not_idle_ones():
+    """``_threads.others_running`` (times_blas asks it before starting Numba's threads): a thread of this process
+    in a long loop that holds no lock is seen; once it ends, idle threads (Numba's and BLAS's pools asleep, this
+    test's finished thread) are not."""
+    import threading
+    import time
+
+    from numba import njit
+
+    from maxmargin._threads import others_running
+
+    @njit(nogil=True)
+    def spin(seconds_of_work):
+        s = 0.0
+        for i in range(int(seconds_of_work * 2e8)):
+            s += (i % 7) * 1e-9
+        return s
+
+    spin(1e-6)
+    t = threading.Thread(target=spin, args=(0.6,))
+    t.start()
+    time.sleep(0.05)
+    seen = any(others_running() for _ in range(20))
+    t.join()
+    assert seen
+    time.sleep(0.3)  # (pools started by earlier tests stop spinning: Numba's in ~1 ms, OpenBLAS's in ~0.1 s)
+    assert not all(others_running() for _ in range(20))

@@ -117,3 +117,31 @@ def one_blas_thread():
             if _ONE["depth"] == 0:
                 limit, _ONE["limit"] = _ONE["limit"], None
                 limit.__exit__(None, None, None)
+
+
+def others_running():
+    """Whether another thread of this process is running or waiting for a core now (Linux: the state letter of
+    each thread in ``/proc/self/task``, ~40 us for a few threads; elsewhere False).
+
+    OpenBLAS's pool keeps spinning for ~0.1 s after each multi-threaded product (its ``THREAD_TIMEOUT``, fixed when
+    NumPy loads it): Numba's threads started in that window share the cores with it.  Measured (session 49,
+    ``/tmp/s49/spin2.py``): decision values of 5,000 rows against 1,930 support vectors on Numba's two threads took
+    11.7 ms, 22.3 ms right after a 1,500 x 1,500 product, 15.6 ms 0.1 s after it; neither setting BLAS's thread count
+    nor a small product ends the spin.  A caller that can do its work on BLAS's own threads instead asks this first."""
+    try:
+        me = threading.get_native_id()
+        tasks = os.listdir("/proc/self/task")
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return False
+    for tid in tasks:
+        if tid == str(me):
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+        end = stat.rfind(b")")  # the name, in parentheses, may hold spaces
+        if end >= 0 and stat[end + 2 : end + 3] == b"R":
+            return True
+    return False

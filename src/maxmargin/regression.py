@@ -168,7 +168,14 @@ class BaseSingleSVM(BaseKernelSVM):
             intercept = float(np.ravel(self.intercept_)[0])
             # (the support vectors as stored: a dense copy of sparse ones went back to CSR in kernel_times)
             return (
-                kernel_times(self._get_kernel(), X, self.support_vectors_, c, fused_dense=FUSED_DENSE_PREDICT)
+                kernel_times(
+                    self._get_kernel(),
+                    X,
+                    self.support_vectors_,
+                    c,
+                    fused_dense=FUSED_DENSE_PREDICT,
+                    pool_when_busy=True,
+                )
                 + intercept
             )
         SV = self._sv_for_blocks(X)

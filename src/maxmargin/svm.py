@@ -1410,7 +1410,9 @@ class BaseSVMClassifier(ClassifierMixin, BaseKernelSVM):
             # no kernel block stored: the fused loop of the gradient rebuild where it applies
             # (the support vectors as stored: a dense copy of sparse ones went back to CSR in kernel_times)
             SV = self.support_vectors_
-            decision = kernel_times(self._get_kernel(), X, SV, self.dual_coef_[0], fused_dense=FUSED_DENSE_PREDICT)
+            decision = kernel_times(
+                self._get_kernel(), X, SV, self.dual_coef_[0], fused_dense=FUSED_DENSE_PREDICT, pool_when_busy=True
+            )
             out[:, 0] = decision + self.intercept_[0]
             return out
         SV = self._sv_for_blocks(X)  # once per call, not per block

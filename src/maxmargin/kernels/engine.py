@@ -33,18 +33,18 @@ one more module with a class of the same three methods (``set_columns``,
 from __future__ import annotations
 
 import math
+import time
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
 from .._ready import canonical_csr
-from .._threads import one_blas_thread
+from .._threads import one_blas_thread, others_running
 from .blocks import columns_of, postings_dots, touched_dots
-from .formulas import EXP_MIN_ARG, PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform
-from .objects import densifies_cheaply, densify_if_cheap, row_norms_sq
+from .formulas import EXP_MIN_ARG, PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform, transform_rows
+from .objects import block_rows_for, densifies_cheaply, densify_if_cheap, row_norms_sq
 
 #: kernel rows of data with at most this many features come from a compiled loop;
 #: wider data goes through BLAS (measured: the loop wins at 3 features, loses 3x at 22)
@@ -442,31 +442,58 @@ TIMES_BLAS_MIN_ROWS = 128
 TIMES_BLAS_MAX_ROWS = 512
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sum_rows(D, sqa, sqb, code, gamma, coef0, degree, coef, res, lo, scratch):
+    """res[lo + r] = sum_t coef[t] k(., B[t]) from the row r of dot products ``D`` (changed in place)."""
+    m = D.shape[1]
+    for r in range(D.shape[0]):
+        o = D[r]
+        transform(o, code, gamma, coef0, degree, sqa[lo + r], sqb, scratch)
+        res[lo + r] = dot_prefix(o, coef, m)
+
+
 def _times_blas_py(A, B, sqa, sqb, code, gamma, coef0, degree, coef, res, per):
     """res[r] = sum_t coef[t] k(A[r], B[t]): ``per`` rows of A a chunk, chunks in parallel (see TIMES_BLAS_VALUES);
     BLAS must run on one thread (the caller's :func:`one_blas_thread`)."""
     n = A.shape[0]
-    m = B.shape[0]
     nch = (n + per - 1) // per
     for c in prange(nch):
         lo = c * per
         hi = min(lo + per, n)
         D = np.dot(A[lo:hi], B.T)
-        scratch = np.empty(m)
-        for r in range(hi - lo):
-            o = D[r]
-            transform(o, code, gamma, coef0, degree, sqa[lo + r], sqb, scratch)
-            res[lo + r] = dot_prefix(o, coef, m)
+        _sum_rows(D, sqa, sqb, code, gamma, coef0, degree, coef, res, lo, np.empty(B.shape[0]))
 
 
 _times_blas_par, _times_blas_ser = parallel_and_serial(_times_blas_py, nogil=True)
 
 
-def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True):
+#: :func:`times_blas` asks whether BLAS's pool still spins (:func:`_blas_pool_spinning`) from this many multiply-adds
+#: (~10 ms of products; the question costs 40 us, and 1.5 ms more where a thread runs)
+TIMES_BLAS_CHECK_WORK = 1 << 26
+
+
+def _blas_pool_spinning():
+    """Whether another thread of the process still runs 1.5 ms after a first look (:func:`others_running`): Numba's
+    own pool spins ~1 ms after a parallel loop, OpenBLAS's ~100 ms after a product (session 49,
+    ``/tmp/s49/tbbspin.py``)."""
+    if not others_running():
+        return False
+    time.sleep(0.0015)
+    return others_running()
+
+
+def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True, pool_when_busy=False):
     """``K(A, B) @ coef`` for dense rows (C-ordered float64 ``A``, ``B`` of the same width; ``sqa`` / ``sqb`` their
     squared norms, read by RBF only) by :func:`_times_blas_py`, on Numba's threads where the work pays
-    (:data:`PARALLEL_MIN_WORK`) unless ``parallel`` is False.  The chunks come in a multiple of the threads, of like
-    size."""
+    (:data:`PARALLEL_MIN_WORK`) unless ``parallel`` is False.  The chunks depend on ``B``'s rows alone, never on the
+    threads: the same sums bit for bit on one thread and on all (BLAS's results depend on a product's height).
+
+    ``pool_when_busy`` (the predict paths): where another thread of the process is running
+    (:func:`_blas_pool_spinning`: BLAS's pool still spinning after a product, most often), Numba's threads would
+    share the cores with it (2x the time right after a fit that ended in BLAS products); then ``Kernel.mmv``'s
+    blocks instead (the route before; 1.5x the chunks' time on a quiet machine, 0.8x right after a product), whose
+    values may differ from the chunks' in the last bits.  Fits keep the chunks (their results must not depend on
+    timing)."""
     n, m = A.shape[0], B.shape[0]
     res = np.empty(n)
     if n == 0:
@@ -475,25 +502,21 @@ def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True):
         res[:] = 0.0
         return res
     par = parallel and n * m * max(A.shape[1], 1) >= PARALLEL_MIN_WORK
-    threads = numba.get_num_threads() if par else 1
+    sqa = np.ascontiguousarray(sqa, dtype=np.float64)
+    sqb = np.ascontiguousarray(sqb, dtype=np.float64)
+    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    g = (code, gamma, coef0, float(degree))
+    if pool_when_busy and par and n * m * A.shape[1] >= TIMES_BLAS_CHECK_WORK and _blas_pool_spinning():
+        # Kernel.mmv's blocks: the products on BLAS's threads, the transform on Numba's, a product with coef
+        BT = B.T
+        step = block_rows_for(m)
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            res[lo:hi] = transform_rows(A[lo:hi] @ BT, code, (gamma, coef0, degree), sqa[lo:hi], sqb) @ coef
+        return res
     per = min(max(TIMES_BLAS_VALUES // m, TIMES_BLAS_MIN_ROWS), TIMES_BLAS_MAX_ROWS)
-    nch = -(-n // per)
-    nch = -(-nch // threads) * threads
-    per = -(-n // nch)
     with one_blas_thread():
-        (_times_blas_par if par else _times_blas_ser)(
-            A,
-            B,
-            np.ascontiguousarray(sqa, dtype=np.float64),
-            np.ascontiguousarray(sqb, dtype=np.float64),
-            code,
-            gamma,
-            coef0,
-            float(degree),
-            np.ascontiguousarray(coef, dtype=np.float64),
-            res,
-            per,
-        )
+        (_times_blas_par if par else _times_blas_ser)(A, B, sqa, sqb, *g, coef, res, per)
     return res
 
 
@@ -995,14 +1018,15 @@ def held_times(S, slots, coef, cols, parallel=True):
     return out
 
 
-def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True):
+def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True, pool_when_busy=False):
     """``K(A, B) @ coef``: one decision value per row of ``A`` from the rows ``B`` (support
     vectors, say) and their coefficients, by :meth:`KernelRows.times` on the two stacked: the fused
     compiled loop, no kernel block stored, for sparse rows (measured 3x faster than the block and a
     matrix product on 1,600 x 3,300 rows of 300 sparse features) and, with ``fused_dense``, for thin dense
     data in large blocks (:data:`FUSED_DENSE_MAX_D` features; ``fused_dense`` may also be the most features
     it takes there, 0 for none).  Otherwise (and for precomputed and callable kernels): blocks and products.
-    ``parallel=False`` for callers on worker threads of their own."""
+    ``parallel=False`` for callers on worker threads of their own.  Dense rows past the fused bound: BLAS on chunks
+    (:func:`times_blas`; ``pool_when_busy`` for the predict paths, see there)."""
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     path = decide(A, kernel)
     max_d = FUSED_DENSE_MAX_D if fused_dense is True else int(fused_dense)
@@ -1021,7 +1045,7 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True):
                 sqa = row_norms_sq(A) if rbf else np.zeros(A.shape[0])
                 sqb = row_norms_sq(B) if rbf else np.zeros(B.shape[0])
                 g = (kernel.code, *kernel.params)
-                return times_blas(A, B, sqa, sqb, *g, coef, parallel)
+                return times_blas(A, B, sqa, sqb, *g, coef, parallel, pool_when_busy)
         return kernel.mmv(A, B, coef)
     na = A.shape[0]
     if na == 0 or B.shape[0] == 0:
