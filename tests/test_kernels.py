@@ -176,12 +176,10 @@ def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
     monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)
     for parallel in (True, False):
         np.testing.assert_allclose(engine.times_blas(A, B, sqa, sqb, *g, c, parallel), ref, **tol)
-    # BLAS's pool still spinning after a product: Kernel.mmv's blocks instead (blocks of 16 rows here)
+    # BLAS's pool still spinning after a product: kernel_times takes Kernel.mmv's blocks instead
     monkeypatch.setattr(engine, "_blas_pool_spinning", lambda: True)
     monkeypatch.setattr(engine, "TIMES_BLAS_CHECK_WORK", 0)
-    monkeypatch.setattr(engine, "PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(engine, "block_rows_for", lambda m: 16)
-    np.testing.assert_allclose(engine.times_blas(A, B, sqa, sqb, *g, c, pool_when_busy=True), ref, **tol)
+    np.testing.assert_allclose(kernel_times(kern, A, B, c, fused_dense=False, pool_when_busy=True), ref, **tol)
     monkeypatch.undo()
     monkeypatch.setattr(engine, "TIMES_BLAS_MIN_ROWS", 16)
     monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)

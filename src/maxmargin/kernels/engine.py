@@ -43,8 +43,8 @@ from .._jit import parallel_and_serial
 from .._ready import canonical_csr
 from .._threads import one_blas_thread, others_running
 from .blocks import columns_of, postings_dots, touched_dots
-from .formulas import EXP_MIN_ARG, PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform, transform_rows
-from .objects import block_rows_for, densifies_cheaply, densify_if_cheap, row_norms_sq
+from .formulas import EXP_MIN_ARG, PRECOMPUTED, RBF, dot_prefix, exp_nonpos, transform
+from .objects import densifies_cheaply, densify_if_cheap, row_norms_sq
 
 #: kernel rows of data with at most this many features come from a compiled loop;
 #: wider data goes through BLAS (measured: the loop wins at 3 features, loses 3x at 22)
@@ -467,8 +467,8 @@ def _times_blas_py(A, B, sqa, sqb, code, gamma, coef0, degree, coef, res, per):
 _times_blas_par, _times_blas_ser = parallel_and_serial(_times_blas_py, nogil=True)
 
 
-#: :func:`times_blas` asks whether BLAS's pool still spins (:func:`_blas_pool_spinning`) from this many multiply-adds
-#: (~10 ms of products; the question costs 40 us, and 1.5 ms more where a thread runs)
+#: :func:`kernel_times` (``pool_when_busy``) asks whether BLAS's pool still spins (:func:`_blas_pool_spinning`) from
+#: this many multiply-adds (~10 ms of products; the question costs 40 us, and 1.5 ms more where a thread runs)
 TIMES_BLAS_CHECK_WORK = 1 << 26
 
 
@@ -482,18 +482,11 @@ def _blas_pool_spinning():
     return others_running()
 
 
-def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True, pool_when_busy=False):
+def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True):
     """``K(A, B) @ coef`` for dense rows (C-ordered float64 ``A``, ``B`` of the same width; ``sqa`` / ``sqb`` their
     squared norms, read by RBF only) by :func:`_times_blas_py`, on Numba's threads where the work pays
     (:data:`PARALLEL_MIN_WORK`) unless ``parallel`` is False.  The chunks depend on ``B``'s rows alone, never on the
-    threads: the same sums bit for bit on one thread and on all (BLAS's results depend on a product's height).
-
-    ``pool_when_busy`` (the predict paths): where another thread of the process is running
-    (:func:`_blas_pool_spinning`: BLAS's pool still spinning after a product, most often), Numba's threads would
-    share the cores with it (2x the time right after a fit that ended in BLAS products); then ``Kernel.mmv``'s
-    blocks instead (the route before; 1.5x the chunks' time on a quiet machine, 0.8x right after a product), whose
-    values may differ from the chunks' in the last bits.  Fits keep the chunks (their results must not depend on
-    timing)."""
+    threads: the same sums bit for bit on one thread and on all (BLAS's results depend on a product's height)."""
     n, m = A.shape[0], B.shape[0]
     res = np.empty(n)
     if n == 0:
@@ -506,14 +499,6 @@ def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True, 
     sqb = np.ascontiguousarray(sqb, dtype=np.float64)
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     g = (code, gamma, coef0, float(degree))
-    if pool_when_busy and par and n * m * A.shape[1] >= TIMES_BLAS_CHECK_WORK and _blas_pool_spinning():
-        # Kernel.mmv's blocks: the products on BLAS's threads, the transform on Numba's, a product with coef
-        BT = B.T
-        step = block_rows_for(m)
-        for lo in range(0, n, step):
-            hi = min(lo + step, n)
-            res[lo:hi] = transform_rows(A[lo:hi] @ BT, code, (gamma, coef0, degree), sqa[lo:hi], sqb) @ coef
-        return res
     per = min(max(TIMES_BLAS_VALUES // m, TIMES_BLAS_MIN_ROWS), TIMES_BLAS_MAX_ROWS)
     with one_blas_thread():
         (_times_blas_par if par else _times_blas_ser)(A, B, sqa, sqb, *g, coef, res, per)
@@ -1026,7 +1011,14 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True, pool_when_
     data in large blocks (:data:`FUSED_DENSE_MAX_D` features; ``fused_dense`` may also be the most features
     it takes there, 0 for none).  Otherwise (and for precomputed and callable kernels): blocks and products.
     ``parallel=False`` for callers on worker threads of their own.  Dense rows past the fused bound: BLAS on chunks
-    (:func:`times_blas`; ``pool_when_busy`` for the predict paths, see there)."""
+    (:func:`times_blas`).
+
+    ``pool_when_busy`` (the predict paths): where another thread of the process is running
+    (:func:`_blas_pool_spinning`: BLAS's pool still spinning after a product, most often), Numba's threads would
+    share the cores with it (2x the time right after a fit that ended in BLAS products); then ``Kernel.mmv``'s
+    blocks instead (the route before; 1.5x the chunks' time on a quiet machine, 0.8x right after a product), whose
+    values may differ from the chunks' in the last bits.  Fits keep the chunks (their results must not depend on
+    timing)."""
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     path = decide(A, kernel)
     max_d = FUSED_DENSE_MAX_D if fused_dense is True else int(fused_dense)
@@ -1037,6 +1029,9 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True, pool_when_
         return kernel.mmv(A, B, coef)
     if not fused:
         if path in ("narrow", "dense"):  # BLAS on chunks of A's rows, no block stored
+            work = A.shape[0] * B.shape[0] * A.shape[1]
+            if pool_when_busy and parallel and work >= TIMES_BLAS_CHECK_WORK and _blas_pool_spinning():
+                return kernel.mmv(A, B, coef)
             A, B = densify_if_cheap(A), densify_if_cheap(B)
             if not (sp.issparse(A) or sp.issparse(B)):
                 dp = -(-A.shape[1] // 8) * 8  # (zero columns: see KernelRows)
@@ -1045,7 +1040,7 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True, pool_when_
                 sqa = row_norms_sq(A) if rbf else np.zeros(A.shape[0])
                 sqb = row_norms_sq(B) if rbf else np.zeros(B.shape[0])
                 g = (kernel.code, *kernel.params)
-                return times_blas(A, B, sqa, sqb, *g, coef, parallel, pool_when_busy)
+                return times_blas(A, B, sqa, sqb, *g, coef, parallel)
         return kernel.mmv(A, B, coef)
     na = A.shape[0]
     if na == 0 or B.shape[0] == 0:
