@@ -238,3 +238,85 @@ def test_watched_epochs_are_the_same_iterates(regression):
     assert watched.n_iter == plain.n_iter and watched.status == plain.status
     np.testing.assert_array_equal(watched.w, plain.w)
     np.testing.assert_array_equal(watched.dual, plain.dual)
+
+
+def _fine_watch(values, worth, budget=300, target=0.1, every=10, ahead_every=5):
+    """:func:`_watch` with the squared losses' finer looks (from epoch AHEAD_FIRST, every ``ahead_every``) and a
+    ``worth``; returns (the epoch it says stop at or None, the epochs of its looks)."""
+    state = {}
+    watch = dual_primal.StallWatch(
+        lambda: (values[state["t"]], target),
+        budget,
+        every=every,
+        worth=worth,
+        ahead_first=dual_primal.AHEAD_FIRST,
+        ahead_every=ahead_every,
+    )
+    looks = []
+
+    def step(k):
+        t = min(watch.epoch + k, len(values) - 1)
+        state["t"] = t
+        looks.append(t)
+        return (0 if values[t] <= target else 1), t
+
+    code, it = watch.wrap(step)(len(values) - 1)
+    return (it if code == 2 else None), looks
+
+
+def test_finer_looks_before_stall_first():
+    """The squared losses' watch looks every AHEAD_EVERY epochs before STALL_FIRST: epochs that would converge may be
+    cut short from AHEAD_FIRST on (where ``worth`` says so), epochs that would not are still given until STALL_FIRST,
+    and from STALL_FIRST on the looks and their history are the plain watch's (the same decisions)."""
+    t = np.arange(400)
+    converging = 6.0 * np.exp(-0.02 * t)  # meets 0.1 at epoch 205
+    stop, looks = _fine_watch(converging, lambda *a: True)
+    assert stop == dual_primal.AHEAD_FIRST and looks == [5, 10]
+    flat = np.full(400, 6.0)  # never converges: the switch waits for STALL_FIRST, as without the finer looks
+    stop, looks = _fine_watch(flat, lambda t, active, left, converging: not converging)
+    assert stop == dual_primal.STALL_FIRST == _watch(flat)
+    assert looks[: dual_primal.STALL_FIRST // 5] == list(range(5, dual_primal.STALL_FIRST + 1, 5))
+    # worth False before STALL_FIRST: the same stop as the plain watch on a history whose windows the finer looks
+    # would change (a violation that falls slowly, then fast, then jumps back)
+    odd = np.where(t % 7 == 3, 9.0, 6.0 * np.exp(-0.004 * t))
+    plain = _watch(odd)
+    stop, looks = _fine_watch(odd, lambda t, active, left, converging: t >= dual_primal.STALL_FIRST and not converging)
+    assert stop == plain and plain is not None
+    assert [e for e in looks if e >= dual_primal.STALL_FIRST] == list(range(dual_primal.STALL_FIRST, plain + 1, 10))
+
+
+def test_switch_before_stall_first(monkeypatch):
+    """Data whose epochs would converge after ~100 epochs: the watch switches to TRON at epoch AHEAD_FIRST (TRON's
+    bound well within EARLY_AHEAD_SHARE of the objective there), the objective is within 1e-5 of the dual run to
+    ``tol`` and of liblinear-official's, within 1e-4 of TRON's optimum; with the share tiny the epochs go on to
+    STALL_FIRST, the same iterates as without the finer looks."""
+    X, y = make_classification(8000, 20, random_state=1)  # 232,000 values an epoch: the finer looks are on
+    y = np.where(y == 1, 1.0, -1.0)
+    ld = linear_data(X, 1.0)
+    C = np.ones(y.shape[0])
+
+    def solve():
+        return dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+
+    fit = solve()
+    with monkeypatch.context() as m:
+        m.setattr(dual_primal, "SWITCH_PASSES", np.inf)
+        m.setattr(dual_primal, "AHEAD_PASSES", np.inf)
+        plain = solve()
+    assert not plain.switched and plain.converged and plain.n_iter > 2 * dual_primal.STALL_FIRST
+    assert fit.switched and fit.converged and fit.n_iter < dual_primal.STALL_FIRST
+    assert fit.objective <= plain.objective * (1 + 1e-5)
+    best = tron.solve(ld, y, C, kind="squared_hinge", tol=1e-10, max_iter=1000)
+    assert fit.objective - best.objective <= 1e-4 * best.objective
+    seed_liblinear()
+    model = liblinearutil.train(y, sp.csr_matrix(X), "-s 1 -c 1 -e 0.1 -B 1 -q")
+    sign = 1.0 if model.get_labels()[0] == 1 else -1.0
+    theirs = _svc_objective(sign * np.r_[np.asarray(model.get_decfun()[0]), model.get_decfun()[1]], X, y, 1.0)
+    assert fit.objective <= theirs * (1 + 1e-5), (fit.objective, theirs)
+    with monkeypatch.context() as m:
+        m.setattr(dual_primal, "EARLY_AHEAD_SHARE", 1e-12)
+        late = solve()
+        m.setattr(dual_primal, "AHEAD_MIN_VALUES", np.inf)
+        coarse = solve()
+    assert late.n_iter >= dual_primal.STALL_FIRST and late.n_iter == coarse.n_iter
+    np.testing.assert_array_equal(late.w, coarse.w)

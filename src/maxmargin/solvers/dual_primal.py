@@ -20,8 +20,12 @@ time, a dense set of unscaled columns 0.35 -> 0.08, letter26 0.24 -> 0.06).  For
 where the epochs would meet ``tol`` within the cap but their extrapolated rest (on the rows shrinking left) costs
 more than ``SWITCH_PASSES`` (25) passes over every row, and TRON's stopping rule bounds its objective within
 ``AHEAD_BOUND`` times the objective at the switch (session 43: a9a 0.54, sparse40k 0.58, TF-IDF with dense columns
-0.62, 200,000 x 20 dense rows 0.39 of the time, objectives equal or lower; ``_newton_close_enough``; LinearSVR's
-squared loss on 100,000 x 50 Gaussian rows 0.23, on 200,000 x 20 rows 0.56).
+0.62, 200,000 x 20 dense rows 0.39 of the time, objectives equal or lower; ``_newton_bound``; LinearSVR's
+squared loss on 100,000 x 50 Gaussian rows 0.23, on 200,000 x 20 rows 0.56).  That switch may come from
+epoch ``AHEAD_FIRST`` (10) on, past ``AHEAD_PASSES`` (15) passes and where the bound is within
+``EARLY_AHEAD_SHARE`` of it (session 50, against the switch at epoch 50 or none: ijcnn1's 35 epochs 0.70 of the
+time, a9a 0.46, 40,000 x 300 one-hot rows 0.41, LinearSVR's squared loss on 100,000 x 50 rows 0.24); the switch
+where the epochs would not converge waits for epoch ``STALL_FIRST`` (50).
 After such an early switch TRON
 runs to ``EARLY_TOL_FACTOR`` (0.1) times the tolerance above: it starts from a less converged ``w``, and at
 ``0.1 * tol`` alone its objectives were up to 7% above those of the dual run to ``tol`` on problems where the
@@ -59,6 +63,18 @@ DUAL_EPOCHS = 300
 #: :class:`StallWatch` looks at the dual's progress every STALL_EVERY epochs from STALL_FIRST on
 STALL_EVERY = 10
 STALL_FIRST = 50
+#: the squared losses' watch (:func:`_dual_then_primal`) looks every AHEAD_EVERY epochs, and from AHEAD_FIRST on it
+#: may switch where the epochs would converge but cost more than the Newton method (the switch where they would not
+#: still waits for STALL_FIRST: a violation that falls slowly at first often falls faster later).  Session 50
+#: (``/tmp/s50/sw2.py``, whole ``LinearSVC`` fits, looks from 10 against from 50): ijcnn1 (35 epochs) 0.70, a9a
+#: 0.54, sparse40k 0.41, textmeta 0.56, tall200k 0.44, skin 0.47, categories 0.57, imbal100k 0.76, letter26 0.35,
+#: mid64 0.31; sets that converge in 8-22 epochs (the text sets, mnist, emb128) 0.94-1.05, not switched.
+AHEAD_FIRST = 10
+AHEAD_EVERY = 5
+#: ... on data whose epoch holds at least this many values (stored values plus :data:`ROW_VALUES` a row): a look costs
+#: ~10 us of Python, and the finer looks took digits (1,797 x 64, ten one-vs-rest problems of ~4 us epochs) and
+#: breast cancer 1.06-1.10x the time with no switch
+AHEAD_MIN_VALUES = 200_000
 #: the primal method's ``tol`` after an early switch, times the one after a switch at the cap
 EARLY_TOL_FACTOR = 0.1
 #: the squared losses: the watch also switches where the dual would meet ``tol`` within the cap, but after more epochs
@@ -67,13 +83,24 @@ EARLY_TOL_FACTOR = 0.1
 #: converged at epoch 143 (57 ms, 0.4 ms an epoch at first); TRON from the epochs' ``w`` took 16-49
 #: Hessian-vector products of ~0.4 ms each (to ``tol`` 0.01-0.001), 12-19 ms from any epoch of 0-50.
 SWITCH_PASSES = 25
+#: ... before STALL_FIRST (the looks from :data:`AHEAD_FIRST`, session 50): 25 kept ijcnn1's 35 epochs (extrapolated
+#: at epoch 10: ~20 more on most rows) where TRON from there took 0.70 of the time.  From STALL_FIRST on 15 would
+#: switch 5,000 x 2,000 dense rows at epoch 55 (1.4% above the epochs' objective), so the later looks keep 25.
+AHEAD_PASSES = 15
 #: ... where the Newton method's stopping rule bounds its objective's distance from the optimum by at most this
-#: times the objective at the switch (:func:`_newton_close_enough`; else the epochs go on).  The bound is a worst
+#: times the objective at the switch (:func:`_newton_bound`; else the epochs go on).  The bound is a worst
 #: case: where it was 0.01-0.22 of the objective (a9a, sparse40k, textmeta, categories, clicks, 200,000 x 20 dense
 #: rows), the switched objectives were within 1e-6 to 1e-4 of the dual run to ``tol``, or below it; on 5,000 x
 #: 2,000 dense rows (``datasets.dense2k``) it was 27 times the objective, and the switch ended 1.7% above
 #: LIBLINEAR's (0.1 times the ``tol`` there: 1% below, but 2.2 s against the epochs' 0.74): not switched.
 AHEAD_BOUND = 1.0
+#: ... and before STALL_FIRST (the looks from :data:`AHEAD_FIRST`) at most this share of :data:`AHEAD_BOUND`.
+#: Session 50, the bound at the first such look, as a share of the objective there: ijcnn1 0.003, a9a 0.010,
+#: textmeta 7e-5, sparse40k 0.007, categories 0.016, imbal100k 0.001 (switched there: objectives within 1.2e-5 of
+#: the epochs', below LIBLINEAR's), but 5,000 x 2,000 dense rows 0.26, whose switch at epoch 25 ended 7.5% above
+#: the epochs' objective (200,000 x 20 dense rows 0.17, clicks 0.12 and letter26's classes 0.12-0.46 ended within
+#: 1.1e-4 of it: they keep the switch at STALL_FIRST they had).
+EARLY_AHEAD_SHARE = 0.05
 #: ... but on small data the looks come every so many epochs that a chunk between two looks holds at least this
 #: much work (stored values, plus :data:`ROW_VALUES` a row): a look costs a few microseconds of Python, an epoch
 #: over iris' 150 rows ~1.5 us.  Session 40, ``LinearSVC(loss='hinge')`` on iris (scaled; ~850 epochs to tol):
@@ -85,12 +112,16 @@ LOOK_VALUES = 50_000
 ROW_VALUES = 8
 
 
+def epoch_values(ld):
+    """The work of one epoch over data ``ld``: stored values plus :data:`ROW_VALUES` a row."""
+    stored = ld.Xd.size if ld.dense else int(ld.indptr[-1])
+    return max(stored + ROW_VALUES * ld.n_samples, 1)
+
+
 def look_every(ld):
     """The epochs between two looks of a :class:`StallWatch` on data ``ld``: :data:`STALL_EVERY`, or a multiple of it
     where an epoch holds less than a tenth of :data:`LOOK_VALUES`."""
-    stored = ld.Xd.size if ld.dense else int(ld.indptr[-1])
-    per_epoch = max(stored + ROW_VALUES * ld.n_samples, 1)
-    return STALL_EVERY * max(1, -(-LOOK_VALUES // (STALL_EVERY * per_epoch)))
+    return STALL_EVERY * max(1, -(-LOOK_VALUES // (STALL_EVERY * epoch_values(ld))))
 
 
 class StallWatch:
@@ -121,29 +152,44 @@ class StallWatch:
     runs to a tighter tolerance (:data:`EARLY_TOL_FACTOR`), so that a wrong guess costs time rather than accuracy.
     Chunks of :data:`STALL_EVERY` epochs run the same iterates as one call (the epoch state lives in the arrays)."""
 
-    def __init__(self, measure, budget, every=None, first=None, worth=None):
+    def __init__(self, measure, budget, every=None, first=None, worth=None, ahead_first=None, ahead_every=None):
         self.measure, self.budget, self.worth = measure, int(budget), worth
         self.every = int(STALL_EVERY if every is None else every)
         self.first = int(STALL_FIRST if first is None else first)
-        # looks before epoch first / 4 would not count (the older window starts there): one chunk up to it
-        self.start = -(-self.first // 4 // self.every) * self.every
-        self.epochs, self.values = [], []  # the looks' epochs (ascending) and violations
+        # with worth given, looks every ahead_every epochs from ahead_first / 4 up to first may cut converging
+        # epochs short from ahead_first on; from first on the looks and their history are the plain ones
+        early = worth is not None and ahead_first is not None and int(ahead_first) < self.first
+        self.ahead_first = int(ahead_first) if early else self.first
+        self.ahead_every = int(ahead_every or self.every) if early else self.every
+        # looks before epoch (ahead_first / 4) would not count (the older window starts there): one chunk up to it
+        self.start = -(-self.ahead_first // 4 // self.ahead_every) * self.ahead_every
+        self.epochs, self.values = [], []  # the plain looks' epochs (ascending) and violations
+        self.fine_epochs, self.fine_values = [], []  # every look before first
         self.epoch = 0
+
+    def _grid(self, t):
+        """The epochs between looks at epoch ``t``."""
+        return self.ahead_every if t < self.first else self.every
 
     def stalled(self):
         """Look at the solver's state after epoch ``self.epoch``: True when it should stop (see the class)."""
         t = self.epoch
         value, target, *active = self.measure()
-        self.epochs.append(t)
-        self.values.append(float(value))
-        if t < self.first or t >= self.budget or not value > target > 0.0:
+        if t % self.every == 0:
+            self.epochs.append(t)
+            self.values.append(float(value))
+        if t < self.first:
+            self.fine_epochs.append(t)
+            self.fine_values.append(float(value))
+        if t < self.ahead_first or t >= self.budget or not value > target > 0.0:
             return False  # (at the budget the cap stops the epochs: LIBLINEAR's switch, its primal tol)
-        quarter = bisect.bisect_right(self.epochs, t / 4)
-        half = bisect.bisect_right(self.epochs, t / 2)
+        epochs, values = (self.fine_epochs, self.fine_values) if t < self.first else (self.epochs, self.values)
+        quarter = bisect.bisect_right(epochs, t / 4)
+        half = bisect.bisect_right(epochs, t / 2)
         if half == quarter:
             return False  # no look in (t/4, t/2]
-        v1 = min(self.values[half:])
-        v0 = min(self.values[quarter:half])
+        v1 = min(values[half:])
+        v0 = min(values[quarter:half])
         left, converging = self.budget - t, False
         if v1 < v0:
             rate = np.log(v0 / v1) / (t / 2)
@@ -152,23 +198,26 @@ class StallWatch:
                 if self.worth is None:
                     return False
                 left, converging = needed, True
+        if t < self.first and not converging:
+            return False  # before first only converging epochs may be cut short
         return self.worth is None or bool(self.worth(t, int(active[0]) if active else None, float(left), converging))
 
     def wrap(self, step):
-        """``step(k)`` run in chunks that end on every :data:`STALL_EVERY`-th epoch; code 2 when stalled."""
+        """``step(k)`` run in chunks that end on every look's epoch; code 2 when stalled."""
 
         def watched(k):
             left = int(k)
             code, it = 1, self.epoch
             while left > 0:
-                piece = min(left, max(self.every - self.epoch % self.every, self.start - self.epoch))
+                grid = self._grid(self.epoch)
+                piece = min(left, max(grid - self.epoch % grid, self.start - self.epoch))
                 code, it = step(piece)
                 left -= int(it) - self.epoch
                 moved = int(it) != self.epoch
                 self.epoch = int(it)
                 if code == 0 or not moved:
                     return code, it
-                if self.epoch % self.every == 0 and self.stalled():
+                if self.epoch % self._grid(self.epoch - 1) == 0 and self.stalled():
                     return 2, it
             return code, it
 
@@ -181,13 +230,12 @@ def _remaining(time_limit, t0):
     return max(float(time_limit) - (time.perf_counter() - t0), 0.0)
 
 
-def _newton_close_enough(ld, y, C, tol, primal, epsilon=None):
-    r"""Whether TRON to ``tol`` is sure to end within :data:`AHEAD_BOUND` times ``primal`` (the objective now) of
-    the optimum: it stops at :math:`\|\nabla f(w)\| \le \epsilon_t \|\nabla f(0)\|` (``tron.solve``'s rule;
-    :math:`\epsilon_t` = ``tol``, for the squared hinge times the smaller class's share), and :math:`f` is
-    1-strongly convex, so :math:`f(w) - f^* \le \|\nabla f(w)\|^2 / 2`.  :math:`\nabla f(0)` is
-    :math:`-2\sum_i C_i y_i \hat x_i` for the squared hinge (every row has margin 0 there), and
-    :math:`-2\sum_i C_i\,\mathrm{sign}(y_i)\max(0, |y_i| - \epsilon)\,\hat x_i` for the squared
+def _newton_bound(ld, y, C, tol, epsilon=None):
+    r"""How far TRON to ``tol`` may end from the optimum at most: it stops at :math:`\|\nabla f(w)\| \le
+    \epsilon_t \|\nabla f(0)\|` (``tron.solve``'s rule; :math:`\epsilon_t` = ``tol``, for the squared hinge times
+    the smaller class's share), and :math:`f` is 1-strongly convex, so :math:`f(w) - f^* \le \|\nabla f(w)\|^2 / 2`.
+    :math:`\nabla f(0)` is :math:`-2\sum_i C_i y_i \hat x_i` for the squared hinge (every row has margin 0 there),
+    and :math:`-2\sum_i C_i\,\mathrm{sign}(y_i)\max(0, |y_i| - \epsilon)\,\hat x_i` for the squared
     epsilon-insensitive loss (``epsilon`` not None).  One pass over the data."""
     n = max(y.shape[0], 1)
     C = np.asarray(C, dtype=np.float64)
@@ -200,7 +248,7 @@ def _newton_close_enough(ld, y, C, tol, primal, epsilon=None):
         eps = float(tol)
     g0 = np.zeros(ld.n_weights)
     weighted_sum(coef, g0, *ld.args())
-    return 0.5 * (eps * float(np.linalg.norm(g0))) ** 2 <= AHEAD_BOUND * float(primal)
+    return 0.5 * (eps * float(np.linalg.norm(g0))) ** 2
 
 
 def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, recover, options):
@@ -216,7 +264,8 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     watch = {k: options[k] for k in ("callback", "callback_info", "time_limit")}
     # a user who asks for fewer iterations than the cap gets the dual alone (module docstring), so no early switch
     stall = None
-    ahead = []  # whether the switch may come where the epochs would converge (decided once)
+    ahead = {}  # whether the switch may come where the epochs would converge (decided once before / from STALL_FIRST)
+    bound = []  # TRON's bound on its distance from the optimum (_newton_bound), computed once
     if max_iter > dual_epochs and options["stall"]:
         worth = None
         if kind in ("squared_hinge", "squared_epsilon_insensitive"):
@@ -226,20 +275,28 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
             def worth(t, active, epochs, converging):
                 # converging too: where the epochs still to run (on the rows shrinking left) cost more than the
                 # Newton method's passes over every row, and its stopping rule pins the objective down (checked
-                # once: the primal objective at the first such look, a fourth value of the solver's measure)
+                # once before STALL_FIRST, with EARLY_AHEAD_SHARE, and once from there: the primal objective at the
+                # first such look, a fourth value of the solver's measure; the bound's pass made once)
                 if not converging:
                     return True
-                if ahead or epochs * (n if active is None else active) <= SWITCH_PASSES * n:
+                late = t >= STALL_FIRST
+                passes = SWITCH_PASSES if late else AHEAD_PASSES
+                if late in ahead or epochs * (n if active is None else active) <= passes * n:
                     return False
                 primal = watches[0].measure()[3]()
-                tron_tol = tol_factor * float(tol) * EARLY_TOL_FACTOR
-                ahead.append(_newton_close_enough(ld, y, C, tron_tol, primal, loss_eps))
-                return ahead[0]
+                if not bound:
+                    bound.append(_newton_bound(ld, y, C, tol_factor * float(tol) * EARLY_TOL_FACTOR, loss_eps))
+                share = 1.0 if late else EARLY_AHEAD_SHARE
+                ahead[late] = bound[0] <= share * AHEAD_BOUND * float(primal)
+                return ahead[late]
 
         watches = []
 
         def stall(measure):
-            watches.append(StallWatch(measure, dual_epochs, every=look_every(ld), worth=worth))
+            every = look_every(ld)  # the finer looks before STALL_FIRST on a grid that holds the plain one's
+            fine = dict(ahead_first=AHEAD_FIRST, ahead_every=max(every * AHEAD_EVERY // STALL_EVERY, 1))
+            early = worth is not None and epoch_values(ld) >= AHEAD_MIN_VALUES
+            watches.append(StallWatch(measure, dual_epochs, every=every, worth=worth, **(fine if early else {})))
             return watches[-1]
 
     fit = dual_solve(max_iter=min(max_iter, dual_epochs), stall=stall, **watch)
