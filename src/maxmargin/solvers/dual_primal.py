@@ -150,7 +150,12 @@ class StallWatch:
     violation often falls slowly at first and faster later (5,000 x 2,000 dense rows: 5.3, 5.2, 3.1, 1.1, 0.19 at
     epochs 10, 20, 50, 100, 200; converged at 284), and a look at epoch 20 switched there.  The primal method then
     runs to a tighter tolerance (:data:`EARLY_TOL_FACTOR`), so that a wrong guess costs time rather than accuracy.
-    Chunks of :data:`STALL_EVERY` epochs run the same iterates as one call (the epoch state lives in the arrays)."""
+    Chunks of :data:`STALL_EVERY` epochs run the same iterates as one call (the epoch state lives in the arrays).
+
+    With ``worth``, ``ahead_first`` and ``ahead_every`` given (the squared losses, :data:`AHEAD_FIRST`), the watch
+    also looks every ``ahead_every`` epochs before ``first``, and from ``ahead_first`` on those looks may stop epochs
+    that *would* converge (where ``worth`` says so; never ones that would not).  Their history is kept apart: from
+    ``first`` on the looks, their windows and so their decisions are those of the watch without them."""
 
     def __init__(self, measure, budget, every=None, first=None, worth=None, ahead_first=None, ahead_every=None):
         self.measure, self.budget, self.worth = measure, int(budget), worth
