@@ -287,8 +287,9 @@ def test_finer_looks_before_stall_first():
 
 def test_switch_before_stall_first(monkeypatch):
     """Data whose epochs would converge after ~100 epochs: the watch switches to TRON at epoch AHEAD_FIRST (TRON's
-    bound well within EARLY_AHEAD_SHARE of the objective there), the objective is within 1e-5 of the dual run to
-    ``tol`` and of liblinear-official's, within 1e-4 of TRON's optimum; with the share tiny the epochs go on to
+    bound well within EARLY_AHEAD_SHARE of the objective there), the objective at most 5e-5 of the optimum above the
+    dual run to ``tol`` and liblinear-official's (their own spread over visiting orders), within 1e-4 of TRON's
+    optimum; with the share tiny the epochs go on to
     STALL_FIRST, the same iterates as without the finer looks."""
     X, y = make_classification(8000, 20, random_state=1)  # 232,000 values an epoch: the finer looks are on
     y = np.where(y == 1, 1.0, -1.0)
@@ -305,14 +306,16 @@ def test_switch_before_stall_first(monkeypatch):
         plain = solve()
     assert not plain.switched and plain.converged and plain.n_iter > 2 * dual_primal.STALL_FIRST
     assert fit.switched and fit.converged and fit.n_iter < dual_primal.STALL_FIRST
-    assert fit.objective <= plain.objective * (1 + 1e-5)
     best = tron.solve(ld, y, C, kind="squared_hinge", tol=1e-10, max_iter=1000)
+    # the dual run to tol 0.1 lands 1e-6 - 1e-4 above the optimum, as the visiting order falls (seeds 0-3: 0.7e-5 -
+    # 2.6e-5 here); the switched fit is held to the same band
     assert fit.objective - best.objective <= 1e-4 * best.objective
+    assert fit.objective <= plain.objective + 5e-5 * best.objective
     seed_liblinear()
     model = liblinearutil.train(y, sp.csr_matrix(X), "-s 1 -c 1 -e 0.1 -B 1 -q")
     sign = 1.0 if model.get_labels()[0] == 1 else -1.0
     theirs = _svc_objective(sign * np.r_[np.asarray(model.get_decfun()[0]), model.get_decfun()[1]], X, y, 1.0)
-    assert fit.objective <= theirs * (1 + 1e-5), (fit.objective, theirs)
+    assert fit.objective <= theirs + 5e-5 * best.objective, (fit.objective, theirs)
     with monkeypatch.context() as m:
         m.setattr(dual_primal, "EARLY_AHEAD_SHARE", 1e-12)
         late = solve()

@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
-from ._linear_common import _prefetch, drive, epoch_end, rand_below, rng_state
+from ._linear_common import KEEP_THRESHOLDS, _prefetch, drive, epoch_end, rand_below, rng_state
 from .dual_cd import LinearFit
 
 INF = np.inf
@@ -131,6 +131,7 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
             t = index[s]
             index[s] = index[k]
             index[k] = t
+        keep = 0
         s = 0
         while s < active:
             j = index[s]
@@ -178,14 +179,15 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
                 elif Gn > 0.0:
                     viol = Gn
                 elif shrinking and Gp > g_max_old / m and Gn < -g_max_old / m:
-                    active -= 1
-                    index[s] = index[active]
-                    index[active] = j
+                    s += 1  # shrunk: stays behind the kept columns (as dual_cd's epochs)
                     continue
             elif wj > 0.0:
                 viol = abs(Gp)
             else:
                 viol = abs(Gn)
+            index[s] = index[keep]  # kept: to the front (see _linear_common.KEEP_THRESHOLDS)
+            index[keep] = j
+            keep += 1
             g_max = max(g_max, viol)
             g_norm1 += viol
             if Gp < H * wj:
@@ -224,8 +226,10 @@ def _epochs(zdata, cindices, cindptr, xj_sq, w, b, index, istate, fstate, rng, t
                 d *= 0.5
                 delta *= 0.5
             s += 1
+        whole = active == m  # every variable visited: the stopping test may hold
+        active = keep
         done, active, g_max_old, g_norm1_init = epoch_end(
-            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, m
+            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, m, whole, KEEP_THRESHOLDS
         )
         if done:
             return 0

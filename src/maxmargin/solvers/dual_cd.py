@@ -43,6 +43,7 @@ from numba import njit, prange, uint64
 from .._jit import parallel, with_constants
 from ._linear_common import (
     CD_CSR_MAX_FEATURES,
+    KEEP_THRESHOLDS,
     PREFETCH_WHOLE_MIN_VALUES,
     _dense_row_dot,
     _prefetch,
@@ -156,8 +157,9 @@ def _svc_epochs(
             t = index[s]
             index[s] = index[j]
             index[j] = t
-        s = 0
-        while s < active:
+        whole = active == n  # every row visited: the stopping test may hold
+        keep = 0
+        for s in range(active):
             i = index[s]
             if stages == 1:
                 if s + 2 < active:
@@ -180,22 +182,19 @@ def _svc_epochs(
             PG = 0.0
             if a == 0.0:
                 if shrinking and G > pg_max_old:
-                    active -= 1
-                    index[s] = index[active]
-                    index[active] = i
                     continue
                 if G < 0.0:
                     PG = G
             elif a == upper[i]:
                 if shrinking and G < pg_min_old:
-                    active -= 1
-                    index[s] = index[active]
-                    index[active] = i
                     continue
                 if G > 0.0:
                     PG = G
             else:
                 PG = G
+            index[s] = index[keep]  # kept: to the front (see _linear_common.KEEP_THRESHOLDS)
+            index[keep] = i
+            keep += 1
             pg_max = max(pg_max, PG)
             pg_min = min(pg_min, PG)
             if abs(PG) > 1e-12:
@@ -214,21 +213,22 @@ def _svc_epochs(
                         pd = d
                     else:
                         row_axpy(i, d, w, Xd, data, indices, indptr, dense, nf, bias)
-            s += 1
+        active = keep
         if LAG and pd != 0.0:
             row_axpy(pend, pd, w, Xd, data, indices, indptr, dense, nf, bias)
         istate[1] += 1
         viol = pg_max - pg_min if active > 0 else 0.0
         fstate[2] = viol
         if viol <= tol:
-            if active == n:
+            if whole:
                 istate[0] = active
                 fstate[0] = pg_max_old
                 fstate[1] = pg_min_old
                 return 0
-            active = n
-            pg_max_old = INF
-            pg_min_old = -INF
+            active = n  # every row back, the thresholds kept (see _linear_common.KEEP_THRESHOLDS)
+            if not KEEP_THRESHOLDS:
+                pg_max_old = INF
+                pg_min_old = -INF
             continue
         pg_max_old = pg_max if pg_max > 0.0 else INF
         pg_min_old = pg_min if pg_min < 0.0 else -INF
@@ -300,8 +300,9 @@ def _svc_epochs_rec(
         pg_max = -INF
         pg_min = INF
         shuffle_active(index, active, rng)
-        s = 0
-        while s < active:
+        whole = active == n  # every row visited: the stopping test may hold
+        keep = 0
+        for s in range(active):
             i = index[s]
             if STAGED:
                 q = s + stages * ahead
@@ -342,22 +343,19 @@ def _svc_epochs_rec(
             PG = 0.0
             if a == 0.0:
                 if shrinking and G > pg_max_old:
-                    active -= 1
-                    index[s] = index[uint64(active)]
-                    index[uint64(active)] = i
                     continue
                 if G < 0.0:
                     PG = G
             elif a == up:
                 if shrinking and G < pg_min_old:
-                    active -= 1
-                    index[s] = index[uint64(active)]
-                    index[uint64(active)] = i
                     continue
                 if G > 0.0:
                     PG = G
             else:
                 PG = G
+            index[s] = index[keep]  # kept: to the front (see _linear_common.KEEP_THRESHOLDS)
+            index[keep] = i
+            keep += 1
             pg_max = max(pg_max, PG)
             pg_min = min(pg_min, PG)
             if abs(PG) > 1e-12:
@@ -373,19 +371,20 @@ def _svc_epochs_rec(
                             w[uint64(indices[k])] += d * data[k]
                     if has_bias:
                         w[nf] += d * bias
-            s += 1
+        active = keep
         istate[1] += 1
         viol = pg_max - pg_min if active > 0 else 0.0
         fstate[2] = viol
         if viol <= tol:
-            if active == n:
+            if whole:
                 istate[0] = active
                 fstate[0] = pg_max_old
                 fstate[1] = pg_min_old
                 return 0
-            active = n
-            pg_max_old = INF
-            pg_min_old = -INF
+            active = n  # every row back, the thresholds kept (see _linear_common.KEEP_THRESHOLDS)
+            if not KEEP_THRESHOLDS:
+                pg_max_old = INF
+                pg_min_old = -INF
             continue
         pg_max_old = pg_max if pg_max > 0.0 else INF
         pg_min_old = pg_min if pg_min < 0.0 else -INF
@@ -612,8 +611,8 @@ def _svr_epochs(
             t = index[s]
             index[s] = index[j]
             index[j] = t
-        s = 0
-        while s < active:
+        keep = 0
+        for s in range(active):
             i = index[s]
             # the plain scheme (the row two ahead) wherever the plan asks for any prefetch: its staged scheme (the
             # row stages and the five per-row arrays ahead) made this loop slower (session 26, 20 epochs on the
@@ -631,18 +630,19 @@ def _svr_epochs(
                 o = sparse_dot(data, indices, indptr[i], indptr[i + 1], w) + (bias * w[nf] if bias > 0 else 0.0)
             shrink, viol, nb = svr_step(b, U, o - y[i] + lam[i] * b, QD[i] + lam[i], eps, shrinking, g_max_old)
             if shrink:
-                active -= 1
-                index[s] = index[active]
-                index[active] = i
                 continue
+            index[s] = index[keep]  # kept: to the front (see _linear_common.KEEP_THRESHOLDS)
+            index[keep] = i
+            keep += 1
             g_max = max(g_max, viol)
             g_norm1 += viol
             if nb != b:
                 beta[i] = nb
                 row_axpy(i, nb - b, w, Xd, data, indices, indptr, dense, nf, bias)
-            s += 1
+        whole = active == n  # every variable visited: the stopping test may hold
+        active = keep
         done, active, g_max_old, g_norm1_init = epoch_end(
-            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n
+            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n, whole, KEEP_THRESHOLDS
         )
         if done:
             return 0
@@ -673,8 +673,8 @@ def _svr_epochs_rec(
         g_max = 0.0
         g_norm1 = 0.0
         shuffle_active(index, active, rng)
-        s = 0
-        while s < active:
+        keep = 0
+        for s in range(active):
             i = index[s]
             if STAGED:
                 q = s + stages * ahead
@@ -714,10 +714,10 @@ def _svr_epochs_rec(
             G = o - R[uint64(r + REC_Y)] + lam * b
             shrink, viol, nb = svr_step(b, U, G, R[uint64(r + REC_QD)] + lam, eps, shrinking, g_max_old)
             if shrink:
-                active -= 1
-                index[s] = index[uint64(active)]
-                index[uint64(active)] = i
                 continue
+            index[s] = index[keep]  # kept: to the front (see _linear_common.KEEP_THRESHOLDS)
+            index[keep] = i
+            keep += 1
             g_max = max(g_max, viol)
             g_norm1 += viol
             if nb != b:
@@ -731,9 +731,10 @@ def _svr_epochs_rec(
                         w[uint64(indices[k])] += c * data[k]
                 if has_bias:
                     w[nf] += c * bias
-            s += 1
+        whole = active == n  # every variable visited: the stopping test may hold
+        active = keep
         done, active, g_max_old, g_norm1_init = epoch_end(
-            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n
+            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n, whole, KEEP_THRESHOLDS
         )
         if done:
             return 0

@@ -531,7 +531,7 @@ def split_svr_epochs(
                 return _leave(istate, fstate, active, g_max_old, g_norm1_init, waited, 2)
         e += 1
         done, active, g_max_old, g_norm1_init = epoch_end(
-            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n
+            istate, fstate, g_norm1, g_norm1_init, g_max, g_max_old, tol, active, n, active == n, False
         )
         if done:
             return _leave(istate, fstate, active, g_max_old, g_norm1_init, waited, 0)
