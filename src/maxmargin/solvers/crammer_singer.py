@@ -208,6 +208,7 @@ def _epochs(
             index[s] = index[j]
             index[j] = t
         stopping = -INF
+        keep = 0
         s = 0
         while s < active:
             i = index[s]
@@ -225,6 +226,9 @@ def _epochs(
                 _prefetch(act_cls[q], 0)
             Ai = A[i]
             if Ai <= 0.0:
+                index[s] = index[keep]
+                index[keep] = i
+                keep += 1
                 s += 1
                 continue
             yi = y[i]
@@ -269,11 +273,12 @@ def _epochs(
                 q += 1
             n_cls[i] = na
             y_pos[i] = yp
-            if na <= 1:
-                active -= 1
-                index[s] = index[active]
-                index[active] = i
+            if na <= 1:  # dropped: stays behind the kept samples
+                s += 1
                 continue
+            index[s] = index[keep]  # kept: to the front (see _linear_common.KEEP_THRESHOLDS)
+            index[keep] = i
+            keep += 1
             v = gmax - gmin
             if v <= 1e-12:
                 s += 1
@@ -331,6 +336,7 @@ def _epochs(
                 if bias > 0:
                     _add_changes(Wt[nf], bias, changed, dm, nch)
             s += 1
+        active = keep
         istate[0] += 1
         fstate[0] = max(stopping, 0.0)
         if stopping < eps_shrink:
