@@ -331,3 +331,38 @@ def test_the_interior_points_result_kept_where_the_epochs_after_it_do_worse():
     ours = 0.5 * w @ w + np.maximum(0.0, 1 - y * (Xb @ w[:-1] + w[-1])).sum()
     best = _primal_qp(Xb.astype(np.float64), y, 1.0, "hinge")
     assert abs(ours - best) / best < 1e-5, (ours, best)
+
+
+def test_box_ipm_on_threads_matches_one_thread(monkeypatch):
+    """A tall problem (n k^2 above PARALLEL_GRAM_MIN): ``_interior`` runs the compiled interior point with the rows
+    split between threads; the same steps as on one thread, the same objective to 1e-10, and the box QP's optimality
+    conditions hold at the result."""
+    rng = np.random.default_rng(5)
+    n, k = 6000, 40
+    assert n * k * k >= dual_ipm.PARALLEL_GRAM_MIN and k >= dual_ipm.PARALLEL_MIN_K
+    V = rng.normal(size=(n, k)) * rng.uniform(0.1, 3.0, size=k)
+    p = -np.ones(n)
+    U = np.full(n, 0.5)
+    seen = []
+    box = dual_ipm._box_ipm
+
+    def spy(*args):
+        seen.append(args[-1])
+        return box(*args)
+
+    monkeypatch.setattr(dual_ipm, "_box_ipm", spy)
+    monkeypatch.setattr(dual_ipm, "cores", lambda: 2)
+    a2, steps2 = dual_ipm._interior(V, p, U)
+    assert seen == [2]
+    a1, steps1, ok = box(V, p, U, dual_ipm.EXTENDED_NEWTON, *dual_ipm.compiled_rules(), ipm.MAX_NEWTON, 1)
+    assert ok and steps1 == steps2
+
+    def objective(a):
+        return 0.5 * np.sum((V.T @ a) ** 2) + p @ a
+
+    assert abs(objective(a2) - objective(a1)) <= 1e-10 * abs(objective(a1))
+    g = V @ (V.T @ a2) + p
+    scale = np.abs(g).max()
+    low, high = a2 <= 1e-6 * U, a2 >= U * (1 - 1e-6)
+    assert (g[low] >= -1e-6 * scale).all() and (g[high] <= 1e-6 * scale).all()
+    assert (np.abs(g[~low & ~high]) <= 1e-6 * scale).all()

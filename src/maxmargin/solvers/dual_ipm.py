@@ -35,8 +35,10 @@ import functools
 import time
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from .._jit import parallel
+from .._threads import cores
 from . import dual_cd, ipm
 from ._linear_common import all_dots, l2_cache_bytes
 from .dual_primal import DUAL_EPOCHS, StallWatch, _remaining, look_every
@@ -226,9 +228,113 @@ def step_rule(steps, gap, obj, res, gaps, best_merit, best_step, gap_tol, res_to
     return GO_ON, merit
 
 
+#: :func:`_box_ipm` forms :math:`M = I + V^T E V` from blocks of this many scaled rows, and applies :math:`EV` as
+#: :math:`E(Vx)`: on tall ``V`` a Newton step is passes over memory, and storing the scaled copies :math:`E^{1/2}V`
+#: and :math:`EV` (two ``n x k`` arrays written, then read by the product and four matrix-vector products) made
+#: most of it.  Session 51, covlike's 60,000 x 55 rows (the hinge loss after the epochs stalled, 28 steps): 640 -> 533
+#: ms, the same steps.  (Carrying :math:`V^Ta` from step to step instead of its product -- the corrector's solve is
+#: :math:`V^T\Delta a` up to the solve's residual -- saved another 37 ms, but on breast cancer's unscaled columns that
+#: residual moved the result 1.7e-6 from the optimum: not kept.)
+SCALED_BLOCK_ROWS = 256
+#: ... or as many rows as hold this many values, where that is more (narrow rows: a product a block of 256 rows of
+#: skin's 4 columns cost more than its arithmetic.  A plain loop instead, one running sum an entry of M, lost enough
+#: precision on skin's unscaled columns that the interior point's first scale failed where it had converged.)
+SCALED_BLOCK_VALUES = 16384
+#: ... and the step's products on the cores' threads (the rows split between them; BLAS on one thread, see
+#: :func:`_interior`) where ``V`` has at least PARALLEL_MIN_K columns and ``n k^2`` is at least PARALLEL_GRAM_MIN.
+#: Session 51, ms a solve, one thread / two: covlike's 60,000 x 55 rows 530 / 334 (the whole fit 0.49x the session's
+#: start with the blocks), 20,000 x 55 115 / 90, 5,000 x 55 27 / 22, 2,000 x 55 10.0 / 10.0, 60,000 x 16 155 / 135;
+#: but 1,000 x 55 4.4 / 5.4, 20,000 x 10 26 / 33, 100,000 x 5 134 / 163 (narrow rows: the threads' loops lose to
+#: BLAS's matrix-vector products).
+PARALLEL_MIN_K = 16
+PARALLEL_GRAM_MIN = 1 << 23
+
+
+@njit(cache=True, nogil=True)
+def block_rows(n, k):
+    """Rows of a block of :func:`_scaled_gram_into` for ``n`` rows of ``k`` columns."""
+    return min(n, max(SCALED_BLOCK_ROWS, SCALED_BLOCK_VALUES // max(k, 1)))
+
+
+@njit(cache=True, nogil=True)
+def _scaled_gram_into(M, V, Ei, lo, hi, B):
+    """``M += V[lo:hi]' E V[lo:hi]`` (``E = diag(Ei)``), through blocks of scaled rows in ``B``."""
+    rows, k = B.shape
+    for start in range(lo, hi, rows):
+        m = min(rows, hi - start)
+        for i in range(m):
+            r = np.sqrt(Ei[start + i])
+            for j in range(k):
+                B[i, j] = V[start + i, j] * r
+        Bm = B[:m]
+        M += Bm.T @ Bm
+
+
+def _scaled_gram_chunks(V, Ei, chunks):
+    """:math:`V^T E V` over ``chunks`` ranges of rows on threads (each a BLAS call a block), summed in order."""
+    n, k = V.shape
+    parts = np.zeros((chunks, k, k))
+    for c in prange(chunks):
+        B = np.empty((block_rows(n, k), k))
+        _scaled_gram_into(parts[c], V, Ei, c * n // chunks, (c + 1) * n // chunks, B)
+    M = parts[0].copy()
+    for c in range(1, chunks):
+        M += parts[c]
+    return M
+
+
+_scaled_gram_parallel = parallel(_scaled_gram_chunks, nogil=True)
+
+
+def _times_chunks(V, x, chunks):
+    """:math:`Vx` over ``chunks`` ranges of rows on threads."""
+    n, k = V.shape
+    out = np.empty(n)
+    for c in prange(chunks):
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            t = 0.0
+            for j in range(k):
+                t += V[i, j] * x[j]
+            out[i] = t
+    return out
+
+
+def _times_t_chunks(V, y, chunks):
+    """:math:`V^Ty` over ``chunks`` ranges of rows on threads, the ranges' sums added in order."""
+    n, k = V.shape
+    parts = np.zeros((chunks, k))
+    for c in prange(chunks):
+        acc = parts[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            yi = y[i]
+            for j in range(k):
+                acc[j] += V[i, j] * yi
+    out = parts[0].copy()
+    for c in range(1, chunks):
+        out += parts[c]
+    return out
+
+
+_times_parallel = parallel(_times_chunks, nogil=True)
+_times_t_parallel = parallel(_times_t_chunks, nogil=True)
+
+
 @njit(cache=True, nogil=True)
 def _box_ipm(
-    V, p, U, max_newton, gap_tol, res_tol, stall_from, stall_steps, accept, reg_factor, fraction, tiny, soft_limit
+    V,
+    p,
+    U,
+    max_newton,
+    gap_tol,
+    res_tol,
+    stall_from,
+    stall_steps,
+    accept,
+    reg_factor,
+    fraction,
+    tiny,
+    soft_limit,
+    chunks=1,
 ):
     r""":func:`~maxmargin.solvers.ipm.interior_point` with ``y`` None (the box :math:`0 \le a \le U`, ``U``
     finite) and no shift, compiled: the same predictor-corrector steps, stall and accept rules.  One Newton step of
@@ -249,15 +355,14 @@ def _box_ipm(
     reg = reg_factor * top
     best_merit, best_a, best_step = np.inf, a.copy(), 0
     gaps = np.full(max_newton + 1, np.inf)
-    Vs = np.empty((n, k))
-    W = np.empty((n, k))
+    B = np.empty((block_rows(n, k), k))
     steps = 0
     for steps in range(1, max_newton + 1):
         s = np.empty(n)
         for i in range(n):
             a[i] = max(a[i], tiny)
             s[i] = max(U[i] - a[i], tiny)
-        g = V @ (V.T @ a) + p
+        g = (_times_parallel(V, _times_t_parallel(V, a, chunks), chunks) if chunks > 1 else V @ (V.T @ a)) + p
         rd = g - z + w
         gap = z @ a + w @ s
         obj = 0.5 * (a @ (g + p))
@@ -276,19 +381,22 @@ def _box_ipm(
             best_merit, best_a, best_step = merit, a.copy(), steps
         mu = gap / (2.0 * n)
         Ei = 1.0 / (z / a + w / s + reg)
-        for i in range(n):
-            r = np.sqrt(Ei[i])
-            for j in range(k):
-                Vs[i, j] = V[i, j] * r
-                W[i, j] = V[i, j] * Ei[i]
-        M = Vs.T @ Vs
+        # M = I + V' E V, a block of scaled rows at a time (in cache; E V is never stored: see SCALED_BLOCK_ROWS)
+        if chunks > 1:
+            M = _scaled_gram_parallel(V, Ei, chunks)
+        else:
+            M = np.zeros((k, k))
+            _scaled_gram_into(M, V, Ei, 0, n, B)
         for j in range(k):
             M[j, j] += 1.0
         if not _cholesky(M):
             return a, steps, False
-        # predictor (targets z a = 0, w s = 0), then the corrector with its products
+        # predictor (targets z a = 0, w s = 0), then the corrector with its products; (E V) x = E (V x)
         r1 = -rd - z + w
-        da = Ei * r1 - W @ _cho_solve(M, W.T @ r1)
+        if chunks > 1:
+            da = Ei * (r1 - _times_parallel(V, _cho_solve(M, _times_t_parallel(V, Ei * r1, chunks)), chunks))
+        else:
+            da = Ei * (r1 - V @ _cho_solve(M, V.T @ (Ei * r1)))
         dz = (-z * a - z * da) / a
         dw = (-w * s + w * da) / s
         ap = min(_longest_step(a, da), _longest_step(s, -da))
@@ -298,7 +406,10 @@ def _box_ipm(
         tz = sigma * mu - z * a - da * dz
         tw = sigma * mu - w * s + da * dw
         r2 = -rd + tz / a - tw / s
-        da = Ei * r2 - W @ _cho_solve(M, W.T @ r2)
+        if chunks > 1:
+            da = Ei * (r2 - _times_parallel(V, _cho_solve(M, _times_t_parallel(V, Ei * r2, chunks)), chunks))
+        else:
+            da = Ei * (r2 - V @ _cho_solve(M, V.T @ (Ei * r2)))
         dz = (tz - z * da) / a
         dw = (tw + w * da) / s
         ap = fraction * min(_longest_step(a, da), _longest_step(s, -da))
@@ -333,6 +444,7 @@ def _interior(V, p, U):
                 EXTENDED_NEWTON,
                 *compiled_rules(),
                 ipm.MAX_NEWTON,
+                cores() if k >= PARALLEL_MIN_K and n * k * k >= PARALLEL_GRAM_MIN else 1,
             )
         return (a if ok else None), steps
     return ipm.interior_point(
