@@ -184,3 +184,20 @@ def test_l1_columns_drop_while_deciding(monkeypatch):
 
     assert objective(fit.w) == pytest.approx(fit.objective, rel=1e-12)
     assert objective(fit.w) <= objective(w) * (1 + 1e-7)  # (LIBLINEAR's stops at its 1,000 iterations: 1e-5 above)
+
+
+def test_svc_check_within_max_iter():
+    """The check counts as an iteration while the budget lasts: ``n_iter`` never passes ``max_iter``, and a fit that
+    stopped short of it converged (every budget up to the unbounded fit's iterations)."""
+    X, y = rare_positives(4000, 10)
+    n = y.shape[0]
+    ld = linear_data(X, 1.0)
+    full = dual_cd.solve_svc(ld, y, np.ones(n), squared=False, tol=0.1, seed=0)
+    assert full.status == "converged"
+    for budget in range(1, full.n_iter + 2):
+        fit = dual_cd.solve_svc(ld, y, np.ones(n), squared=False, tol=0.1, seed=0, max_iter=budget)
+        assert fit.n_iter <= budget
+        if fit.n_iter < budget or budget >= full.n_iter:
+            assert fit.status == "converged", budget
+        else:  # (the check after the budget's last epoch may still find every row settled)
+            assert fit.status in ("converged", "max_iter"), budget

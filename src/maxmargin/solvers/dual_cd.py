@@ -1024,7 +1024,8 @@ def solve_svc(
                 check = (args[0], ld.data, narrow[0], ld.indptr, False, ld.n_features, float(ld.bias), records[0])
                 check += (y, diag, upper, alpha, w, index, ld.unit)
             viol, keep = settled_rows(*check, fstate[0], fstate[1])
-            istate[1] += 1
+            if int(istate[1]) - before < int(k):  # an iteration (LIBLINEAR's pass), within the caller's budget
+                istate[1] += 1
             istate[0] = keep
             fstate[2] = viol
             if viol <= tol:
