@@ -206,6 +206,25 @@ def test_canonical_csr_sums_duplicates_into_a_copy():
         assert not _no_repeats(Xdup.indices, Xdup.indptr, np.full(Xu.shape[1], -1, dtype=stamps))
 
 
+def test_canonical_csr_sees_through_a_stale_format_flag():
+    """scipy caches its format check: a matrix found unsorted, then sorted in place (``sort_indices``, as
+    liblinear-official's ``problem`` does to its input), still says it is not canonical.  Such a matrix is taken as
+    it is (before: copied and summed at every fit); one that still stores a column twice is not."""
+    from maxmargin._ready import canonical_csr
+
+    _, Xu, _ = _non_canonical(copies=1)
+    assert not Xu.has_canonical_format  # the check ran on the shuffled rows and is cached
+    Xu.sort_indices()
+    assert Xu.has_sorted_indices and not Xu.has_canonical_format  # stale: the rows are canonical now
+    assert canonical_csr(Xu) is Xu and canonical_csr(Xu, sorted_rows=False) is Xu
+    _, Xdup, _ = _non_canonical(copies=3)
+    assert not Xdup.has_canonical_format
+    Xdup.sort_indices()
+    for rows in (True, False):
+        Z = canonical_csr(Xdup, sorted_rows=rows)
+        assert Z is not Xdup and Z.has_canonical_format and Z.nnz == Xdup.nnz // 3
+
+
 @pytest.mark.parametrize(
     "make",
     [

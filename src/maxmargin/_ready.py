@@ -52,7 +52,11 @@ def canonical_csr(X, sorted_rows=True):
     if X.format == "csr":
         if X.has_canonical_format:
             return X
-        if not sorted_rows and not X.has_sorted_indices and _rows_distinct(X.indices, X.indptr, X.shape[1]):
+        # scipy caches the format check: a matrix found unsorted and then sorted in place (its ``sort_indices``, as
+        # liblinear-official's ``problem`` does to its input) keeps answering False, and would be copied at every
+        # fit (session 52: 40 ms of a 30 ms LinearSVR fit on 60,000 rows).  Sorted rows without a column stored
+        # twice are canonical; the linear solvers need only the latter.
+        if (not sorted_rows or X.has_sorted_indices) and _rows_distinct(X.indices, X.indptr, X.shape[1]):
             return X
     X = X.copy() if X.format == "csr" else X.tocsr(copy=True)  # (a sparse array stays an array)
     X.sum_duplicates()
