@@ -1655,3 +1655,36 @@ def test_narrow_column_numbers_give_the_dual_the_same_iterates(monkeypatch):
     assert narrow.n_iter_ == plain.n_iter_
     np.testing.assert_array_equal(narrow.coef_, plain.coef_)
     np.testing.assert_array_equal(narrow.intercept_, plain.intercept_)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LinearSVC(random_state=0),
+        lambda: LinearSVC(loss="hinge", random_state=0),
+        lambda: LinearSVC(dual=False, random_state=0),
+        lambda: LinearSVC(penalty="l1", dual=False, random_state=0),
+        lambda: LinearSVC(multi_class="crammer_singer", random_state=0),
+        lambda: LinearSVR(random_state=0),
+        lambda: LinearSVR(loss="squared_epsilon_insensitive", dual=False, random_state=0),
+    ],
+    ids=["dual", "hinge", "primal", "l1", "cs", "svr", "svr-primal"],
+)
+def test_int64_indices_fit_as_int32(make):
+    """CSR matrices with 64-bit indices (scipy's choice past 2**31 stored values, or the user's) are taken, not
+    refused as LIBLINEAR must (scikit-learn's LinearSVC sends its users to report it): the compiled loops take
+    either width, and the fit is the one of the same matrix with 32-bit indices, bit for bit."""
+    rng = np.random.default_rng(64)
+    X = sp.random(600, 300, density=0.05, format="csr", random_state=64)
+    regression = isinstance(make(), LinearSVR)
+    y = np.asarray(X @ rng.normal(size=300)).ravel()
+    if not regression:
+        y = np.digitize(y, np.quantile(y, [0.3, 0.7]))  # three classes
+    X64 = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)), shape=X.shape)
+    X64.indices = X64.indices.astype(np.int64)  # (the constructor may narrow them)
+    X64.indptr = X64.indptr.astype(np.int64)
+    assert X64.indices.dtype == np.int64 and X64.indptr.dtype == np.int64
+    a, b = make().fit(X, y), make().fit(X64, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    np.testing.assert_array_equal(a.predict(X64), b.predict(X))

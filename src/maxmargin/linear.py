@@ -312,7 +312,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
 
     def _validate_train(self, X, y, y_numeric):
         X = _float_values(X)
-        ready = ready_xy(self, X, y, _DTYPES, large_sparse=False)  # validate_data's answer, ~0.15-0.5 ms sooner
+        ready = ready_xy(self, X, y, _DTYPES, large_sparse=True)  # validate_data's answer, ~0.15-0.5 ms sooner
         X, y = (
             ready
             if ready is not None
@@ -323,7 +323,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
                 accept_sparse="csr",
                 dtype=list(_DTYPES),
                 order="C",
-                accept_large_sparse=False,
+                accept_large_sparse=True,
                 y_numeric=y_numeric,
             )
         )
