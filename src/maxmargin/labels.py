@@ -10,6 +10,7 @@ them (``np.intp``).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 #: integer-valued labels spanning at most this many values are counted (``np.bincount``) instead of sorted
 COUNT_SPAN = 1 << 16
@@ -18,22 +19,59 @@ PEEL_MAX = 8
 
 
 def _encode_strings(y):
-    """:func:`encode` for NumPy strings: the distinct labels peeled off one at a time (the first label left, then
-    the rows unlike it), each row's number by one comparison a class.  NumPy's ``unique`` hashes and sorts the
-    strings: 1.6 ms of a 7 ms LinearSVC fit on a9a's 32,561 rows with labels ``'c-1'``/``'c1'``; so 0.6 ms.  More
-    than :data:`PEEL_MAX` distinct labels: ``np.unique``."""
-    rest = y
-    found = []
-    while rest.shape[0]:
-        if len(found) == PEEL_MAX:
-            return np.unique(y, return_inverse=True)
-        found.append(rest[0])
-        rest = rest[rest != rest[0]]
-    classes = np.sort(np.array(found, dtype=y.dtype))
-    y_idx = np.zeros(y.shape[0], dtype=np.intp)
-    for c in range(1, classes.shape[0]):
-        y_idx[y == classes[c]] = c
-    return classes, y_idx
+    """:func:`encode` for NumPy strings: each row's stored bytes compared, as machine words, with the labels found so
+    far (the last one matched first) in one compiled pass.  NumPy's ``unique`` hashes and sorts the strings: 1.6 ms
+    of a 7 ms LinearSVC fit on a9a's 32,561 rows with labels ``'c-1'``/``'c1'``; peeling the labels off with NumPy's
+    string comparisons (sessions 45-51) 3.9 ms for 200,000 labels ``'spam'``/``'ham'``, this pass ~0.5 ms.  More than
+    :data:`PEEL_MAX` distinct labels: ``np.unique``."""
+    n = y.shape[0]
+    size = y.dtype.itemsize
+    word = np.uint64 if size % 8 == 0 else np.uint32 if size % 4 == 0 else np.uint16 if size % 2 == 0 else np.uint8
+    # NUL-padded fixed-width storage: equal stored bytes are equal strings, as NumPy compares them
+    K = np.ascontiguousarray(y).view(np.uint8).reshape(n, size).view(word)
+    n_labels, first, number = _peel(K, PEEL_MAX)
+    if n_labels < 0:
+        return np.unique(y, return_inverse=True)
+    found = y[first[:n_labels]]
+    order = np.argsort(found, kind="stable")  # NumPy's order: sorted as strings
+    rank = np.empty(n_labels, dtype=np.intp)
+    rank[order] = np.arange(n_labels, dtype=np.intp)
+    return found[order], rank[number]
+
+
+@njit(cache=True, nogil=True)
+def _peel(K, max_labels):
+    """(labels found, the row of each one's first occurrence, each row's label in order of appearance) for the rows
+    of words ``K``; -1 labels when there are more than ``max_labels``."""
+    n, m = K.shape
+    first = np.zeros(max_labels, dtype=np.int64)
+    number = np.empty(n, dtype=np.intp)
+    found = 0
+    last = 0
+    for i in range(n):
+        hit = -1
+        for t in range(found):
+            c = last + t
+            if c >= found:
+                c -= found
+            r = first[c]
+            same = True
+            for j in range(m):
+                if K[i, j] != K[r, j]:
+                    same = False
+                    break
+            if same:
+                hit = c
+                break
+        if hit < 0:
+            if found == max_labels:
+                return -1, first, number
+            first[found] = i
+            hit = found
+            found += 1
+        number[i] = hit
+        last = hit
+    return found, first, number
 
 
 def encode(y):
