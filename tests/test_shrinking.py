@@ -93,13 +93,15 @@ def test_svc_checks_every_row_at_one_point(squared, monkeypatch):
     assert fit.status == "converged"
     codes = [c for _, _, c in log]
     assert codes.count(2) == len(checks) >= 2 and codes[-1] == 2 and 0 not in codes
-    assert [v <= 0.1 for v, _ in checks] == [False] * (len(checks) - 1) + [True]
+    assert [v <= 0.1 for v, _, _ in checks] == [False] * (len(checks) - 1) + [True]
     first_shrunk = next(i for i, (_, end, _) in enumerate(log) if end < n)
     assert all(start < n for start, _, _ in log[first_shrunk + 1 :])
     assert fit.n_iter == len(log) + len(checks)
     G, PG = projected_gradient(X, y, fit.w, fit.dual, squared)
     assert PG.max() - PG.min() == pytest.approx(checks[-1][0], rel=1e-9, abs=1e-12)
     assert PG.max() - PG.min() <= 0.1
+    # the objective from the last check's pass: the primal's at the returned w
+    assert fit.objective == pytest.approx(svc_objective(fit.w, X, y, squared), rel=1e-12)
     # tight, against liblinear-official
     tight = dual_cd.solve_svc(ld, y, np.ones(n), squared=squared, tol=1e-3, seed=0, max_iter=5000)
     assert tight.status == "converged"
@@ -137,7 +139,12 @@ def test_settled_rows_against_numpy(dense):
         R = dual_cd.row_records(y, alpha, np.ones(n), diag, upper, ld.indptr)
         args = (ld.args()[0], ld.data, ld.indices, ld.indptr, False, ld.n_features, 1.0, R, y, diag, upper, alpha)
         args += (w, index, ld.unit)
-    viol, keep = dual_cd.settled_rows(*args, pmax, pmin)
+    C = rng.uniform(0.5, 2.0, size=n)
+    for squared in (False, True):
+        index[:] = -1
+        viol, keep, loss = dual_cd.settled_rows(*args, pmax, pmin, C, squared)
+        xi = np.maximum(1.0 - y * (X @ w[:-1] + w[-1]), 0.0)  # the primal's loss at this w
+        assert loss == pytest.approx(C @ (xi * xi if squared else xi), rel=1e-12)
     assert viol == pytest.approx(max(PG.max(), 0.0) - min(PG.min(), 0.0), rel=1e-12)
     assert keep == int((~settled).sum())
     assert sorted(index[:keep]) == list(np.flatnonzero(~settled))

@@ -386,12 +386,17 @@ def _svc_epochs_rec(
 
 
 @njit(cache=True, nogil=True)
-def settled_rows(Xd, data, indices, indptr, dense, nf, bias, R, y, diag, upper, alpha, w, index, unit, pmax, pmin):
+def settled_rows(
+    Xd, data, indices, indptr, dense, nf, bias, R, y, diag, upper, alpha, w, index, unit, pmax, pmin, C, squared
+):
     r"""The check after the active rows met ``tol`` (:func:`_svc_epochs` returned 2): every row's projected gradient
     at this ``w``, visited in storage order, the rows that shrinking would keep (those not settled at a bound by the
     thresholds ``pmax`` / ``pmin``) to the front of ``index``.  Returns (the largest minus the smallest projected
-    gradient, the rows to the front).  ``R``: the records of :func:`_svc_epochs_rec` (CSR rows; ``y``, ``diag``,
-    ``upper``, ``alpha`` unused) or empty (the arrays read instead).
+    gradient, the rows to the front, the loss :math:`\sum_i C_i \xi_i` (``squared``: :math:`\xi_i^2`) at this
+    ``w``).  ``R``: the records of :func:`_svc_epochs_rec` (CSR rows; ``y``, ``diag``, ``upper``, ``alpha`` unused)
+    or empty (the arrays read instead).  The loss is the primal objective's, less :math:`\tfrac12 w\cdot w`: where
+    the check ends the fit, the objective needs no pass of its own (session 52: text2's 4.4 ms hinge fit spent 0.2
+    ms in that pass).
 
     LIBLINEAR brings every row back and runs an epoch over all of them, in the random order, and stops when that
     epoch met ``tol`` -- the test is the same here (over every row, on the largest minus the smallest projected
@@ -405,6 +410,7 @@ def settled_rows(Xd, data, indices, indptr, dense, nf, bias, R, y, diag, upper, 
     W = REC_WIDTH
     hi_pg = 0.0
     lo_pg = 0.0
+    loss = 0.0
     keep = 0
     back = n
     for i in range(n):
@@ -418,12 +424,16 @@ def settled_rows(Xd, data, indices, indptr, dense, nf, bias, R, y, diag, upper, 
             else:
                 acc += sparse_dot(data, indices, lo, hi, w)
             a = R[uint64(r + REC_ALPHA)]
-            G = R[uint64(r + REC_Y)] * acc - 1.0 + R[uint64(r + REC_DIAG)] * a
+            yacc = R[uint64(r + REC_Y)] * acc
+            G = yacc - 1.0 + R[uint64(r + REC_DIAG)] * a
             up = R[uint64(r + REC_UPPER)]
         else:
             a = alpha[i]
-            G = y[i] * row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias) - 1.0 + diag[i] * a
+            yacc = y[i] * row_dot(i, w, Xd, data, indices, indptr, dense, nf, bias)
+            G = yacc - 1.0 + diag[i] * a
             up = upper[i]
+        xi = max(1.0 - yacc, 0.0)
+        loss += C[i] * (xi * xi if squared else xi)
         settled = False
         if a == 0.0:
             PG = min(G, 0.0)
@@ -441,7 +451,7 @@ def settled_rows(Xd, data, indices, indptr, dense, nf, bias, R, y, diag, upper, 
         else:
             index[keep] = i
             keep += 1
-    return hi_pg - lo_pg, keep
+    return hi_pg - lo_pg, keep, loss
 
 
 #: the empty records of :func:`settled_rows` on dense rows
@@ -977,6 +987,7 @@ def solve_svc(
             split = SplitEpochs(ld, y, alpha, QD, diag, upper, w, index, rng, m)
     async_limit = max(int(max_iter) // 2, 1)
     records = [None]  # the per-row records of the serial CSR epochs (made at their first call)
+    checked_loss = [None]  # the loss at w when the last step ended on a check that met tol (w unchanged since)
     narrow = [None]  # their column numbers (narrow_indices)
 
     def step(k):
@@ -1012,6 +1023,7 @@ def solve_svc(
                 return 1, istate[1]
         if split is not None:
             return split.step(k, tol, shrinking, alpha, istate, fstate)
+        checked_loss[0] = None
         before = int(istate[1])
         while True:
             code = serial_epochs(int(k) - (int(istate[1]) - before))
@@ -1023,12 +1035,13 @@ def solve_svc(
             else:
                 check = (args[0], ld.data, narrow[0], ld.indptr, False, ld.n_features, float(ld.bias), records[0])
                 check += (y, diag, upper, alpha, w, index, ld.unit)
-            viol, keep = settled_rows(*check, fstate[0], fstate[1])
+            viol, keep, loss = settled_rows(*check, fstate[0], fstate[1], C, bool(squared))
             if int(istate[1]) - before < int(k):  # an iteration (LIBLINEAR's pass), within the caller's budget
                 istate[1] += 1
             istate[0] = keep
             fstate[2] = viol
             if viol <= tol:
+                checked_loss[0] = loss  # the fit ends at this w: its objective from the check's pass
                 return 0, istate[1]
             if int(istate[1]) - before >= int(k):
                 return 1, istate[1]
@@ -1077,7 +1090,10 @@ def solve_svc(
     )
     if asynchronous[0]:  # stopped before the asynchronous phase ended: make w consistent with alpha
         end_async()
-    primal = primal_now()
+    if checked_loss[0] is not None and folded is None and status == "converged":
+        primal = float(0.5 * (w @ w) + checked_loss[0])  # (the check's pass at this w; see settled_rows)
+    else:
+        primal = primal_now()
     wsq = w @ w if folded is None else w @ w + alpha @ (alpha * folded.mass)
     w = weights(w)
     dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.sum(diag_full * alpha * alpha))
