@@ -31,6 +31,10 @@ CASES = {
     "odd-width bytes": np.array([b"abc", b"ab", b"a", b"abc"]),
     "strided strings": RNG.choice(np.array(["left", "right", "up"]), 3000)[::3],
     "NUL inside": np.array(["a\x00b", "a", "a\x00b", "ab"]),
+    "object strings (pandas)": RNG.choice(np.array(["spam", "ham", "eggs"], dtype=object), 3000),
+    "object strings and np.str_": np.array([np.str_("b"), "a", "b"], dtype=object),
+    "nine object strings (np.unique)": RNG.choice(np.array([f"c{i}" for i in range(9)], dtype=object), 300),
+    "object integers (np.unique)": np.array([3, 1, 3], dtype=object),
     "bools": np.array([True, False, True]),
     "empty": np.array([], dtype=float),
     "infinite": np.array([1.0, np.inf, 1.0]),
@@ -68,3 +72,14 @@ def test_class_weights_are_compute_class_weights(name, weighted):
         )
         assert ours.dtype == theirs.dtype
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "y", [np.array(["a", 1], dtype=object), np.array(["a", None], dtype=object), np.array([np.nan, "a"], dtype=object)]
+)
+def test_encode_of_mixed_objects_fails_as_np_unique(y):
+    """Objects that do not order (a string beside a number or None): the error ``np.unique`` raises."""
+    with pytest.raises(TypeError):
+        np.unique(y, return_inverse=True)
+    with pytest.raises(TypeError):
+        labels.encode(y)

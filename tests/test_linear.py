@@ -1688,3 +1688,28 @@ def test_int64_indices_fit_as_int32(make):
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_array_equal(a.predict(X64), b.predict(X))
+
+
+def test_object_string_labels_fit_as_numpy_strings(monkeypatch):
+    """Text labels in an object array (a pandas column) fit as the same labels in a NumPy string array: the same
+    classes (object dtype, as scikit-learn keeps them), the same coefficients.  They are class labels as they are, so
+    scikit-learn's check of the targets (which sorts them again: a 31 ms fit took 186 ms at 200,000 rows) is not
+    run; object labels that are not all strings still get it."""
+    import maxmargin.linear as linear_module
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 5))
+    yu = np.array(["spam", "ham", "eggs"])[np.argmax(X[:, :3] + 0.3 * rng.normal(size=(300, 3)), axis=1)]
+    yo = yu.astype(object)
+    ref = LinearSVC(random_state=0).fit(X, yu)
+    checked = []
+    real = linear_module.check_classification_targets
+    monkeypatch.setattr(linear_module, "check_classification_targets", lambda y: checked.append(1) or real(y))
+    est = LinearSVC(random_state=0).fit(X, yo)
+    assert checked == []
+    assert est.classes_.dtype == object and list(est.classes_) == list(ref.classes_)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    with pytest.raises(ValueError, match="Unknown label type"):  # integers as objects: scikit-learn's check refuses
+        LinearSVC(random_state=0).fit(X, np.where(yu == "spam", 1, 0).astype(object))
+    assert checked == [1]
