@@ -632,6 +632,72 @@ def survey(n=200_000, n_test=50_000, seed=44):
     return _split_at(X, y, n)
 
 
+def _bow52(rng, n, d, mean_nnz, zipf=1.2, raw=False):
+    """Session 52's bag of words: each row ``1 + Poisson(mean_nnz)`` word draws from a Zipf law (``zipf``) folded
+    into ``d`` columns, the distinct words kept; values ``log1p(3 u)`` rows scaled to unit length, or with ``raw`` the
+    counts of each word as they are."""
+    import scipy.sparse as sp
+
+    nnz = rng.poisson(mean_nnz, n) + 1
+    inds, vals, ptr = [], [], [0]
+    for k in nnz:
+        u, c = np.unique(rng.zipf(zipf, k) % d, return_counts=True)
+        inds.append(u)
+        vals.append(c)
+        ptr.append(ptr[-1] + len(u))
+    ind = np.concatenate(inds)
+    val = np.concatenate(vals).astype(float) if raw else np.log1p(rng.random(len(ind)) * 3)
+    X = sp.csr_matrix((val, ind, np.array(ptr)), shape=(n, d))
+    if raw:
+        return X
+    X = sp.diags(1 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())) @ X
+    X = X.tocsr()
+    X.sort_indices()
+    return X
+
+
+def classes100s(seed=52):
+    """100 classes of short sparse rows (session 52): 50k + 10k rows over 10,000 words, ~20 a row, labels the argmax
+    of planted class weights plus noise."""
+    rng = np.random.default_rng(seed)
+    X = _bow52(rng, 60_000, 10_000, 20)
+    y = np.argmax(np.asarray(X @ rng.normal(size=(10_000, 100))) + 0.3 * rng.normal(size=(60_000, 100)), axis=1)
+    return _split_at(_int32(X), y, 50_000)
+
+
+def veryshort(seed=52):
+    """Three uniform features of 1,000,000 a row (session 52): 350k + 50k binary rows, labels from planted weights
+    plus noise."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, k = 400_000, 3
+    idx = np.sort(rng.integers(0, 1_000_000, size=(n, k)), axis=1)
+    X = sp.csr_matrix((np.ones(n * k), idx.ravel(), np.arange(0, n * k + 1, k)), shape=(n, 1_000_000))
+    X.sum_duplicates()
+    y = np.sign(np.asarray(X @ rng.normal(size=1_000_000)).ravel() + 0.5 * rng.normal(size=n))
+    return _split_at(_int32(X), y, 350_000)
+
+
+def rawcounts(seed=52):
+    """Unnormalised term counts (session 52): 20k + 5k rows over 50,000 words, ~80 draws a row (counts up to
+    dozens), two classes from a planted score."""
+    rng = np.random.default_rng(seed)
+    n = 25_000
+    X = _bow52(rng, n, 50_000, 80, zipf=1.15, raw=True)
+    s = np.asarray(X @ rng.normal(size=50_000)).ravel()
+    y = np.sign(s - np.median(s) + 2 * rng.normal(size=n))
+    return _split_at(_int32(X), y, 20_000)
+
+
+def bowf32(seed=52):
+    """Float32 bag of words (session 52): 50k + 10k unit rows over 30,000 words, ~60 a row, two classes."""
+    rng = np.random.default_rng(seed)
+    X = _bow52(rng, 60_000, 30_000, 60).astype(np.float32)
+    y = np.sign(np.asarray(X @ rng.normal(size=30_000)).ravel() + 0.05 * rng.normal(size=60_000))
+    return _split_at(_int32(X), y, 50_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -672,4 +738,9 @@ LOADERS.update(
     categories=categories,
     # session 44
     survey=survey,
+    # session 52
+    classes100s=classes100s,
+    veryshort=veryshort,
+    rawcounts=rawcounts,
+    bowf32=bowf32,
 )

@@ -111,6 +111,15 @@ CASES = (
     "rated_categories/svr-l2",
     "rated_skin/svr-l2",
     "rated_categories/svr-l1",
+    # session 52: shapes nobody tuned on
+    "classes100s/hinge",
+    "classes100s/cs",
+    "veryshort/hinge",
+    "veryshort/l1",
+    "rawcounts/hinge",
+    "rawcounts/l1",
+    "bowf32/hinge",
+    "reg_bowf32/svr-l2",
 )
 
 
