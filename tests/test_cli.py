@@ -810,5 +810,5 @@ def test_precompile_runs_every_route(monkeypatch):
     monkeypatch.setattr(warmup, "_routes", spied)
     r = invoke("precompile")
     assert r.exit_code == 0, r.output
-    assert len(seen) == 5 and all(name in r.output for name in seen)
+    assert len(seen) == 6 and all(name in r.output for name in seen)
     assert "Done in" in r.output
