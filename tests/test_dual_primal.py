@@ -323,3 +323,33 @@ def test_switch_before_stall_first(monkeypatch):
         coarse = solve()
     assert late.n_iter >= dual_primal.STALL_FIRST and late.n_iter == coarse.n_iter
     np.testing.assert_array_equal(late.w, coarse.w)
+
+
+def test_newton_passes_grow_with_tighter_tol(monkeypatch):
+    """The switch's price of the Newton method (in passes over every row) is the tuned count at tol 0.1 and grows by
+    PASSES_PER_DECADE of it for each tenfold tighter tol; the watch's decision uses the fit's tol: a problem whose
+    extrapolated passes (124 at epoch 50 here) lie between the count and its price at 1e-4 keeps its epochs at
+    1e-4 and switches where the price is the count alone."""
+    per = dual_primal.PASSES_PER_DECADE
+    assert dual_primal.newton_passes(15, 0.1) == 15 and dual_primal.newton_passes(15, 1.0) == 15
+    assert dual_primal.newton_passes(15, 1e-4) == pytest.approx(15 * (1 + 3 * per))
+    assert dual_primal.newton_passes(25, 1e-2) < dual_primal.newton_passes(25, 1e-3)
+    X, y = make_classification(1500, 8, random_state=3)
+    y = np.where(y == 1, 1.0, -1.0)
+    ld = linear_data(X, 1.0)
+    C = np.ones(y.shape[0])
+    seen = []
+    real = dual_primal.newton_passes
+
+    def spy(passes, tol):
+        seen.append(tol)
+        return real(passes, tol)
+
+    monkeypatch.setattr(dual_primal, "SWITCH_PASSES", 85)  # 85 < 124 < 85 * (1 + 3 * 0.3)
+    monkeypatch.setattr(dual_primal, "newton_passes", spy)
+    kept = dual_primal.l2_svc(ld, y, C, tol=1e-4, max_iter=1000, seed=0)
+    assert seen and set(seen) == {1e-4}
+    monkeypatch.setattr(dual_primal, "newton_passes", lambda passes, tol: passes)
+    switched = dual_primal.l2_svc(ld, y, C, tol=1e-4, max_iter=1000, seed=0)
+    assert switched.switched and switched.n_iter < dual_primal.STALL_FIRST + 10
+    assert kept.n_iter > switched.n_iter and kept.objective <= switched.objective * (1 + 1e-6)

@@ -25,7 +25,9 @@ squared loss on 100,000 x 50 Gaussian rows 0.23, on 200,000 x 20 rows 0.56).  Th
 epoch ``AHEAD_FIRST`` (10) on, past ``AHEAD_PASSES`` (15) passes and where the bound is within
 ``EARLY_AHEAD_SHARE`` of it (session 50, against the switch at epoch 50 or none: ijcnn1's 35 epochs 0.70 of the
 time, a9a 0.46, 40,000 x 300 one-hot rows 0.41, LinearSVR's squared loss on 100,000 x 50 rows 0.24); the switch
-where the epochs would not converge waits for epoch ``STALL_FIRST`` (50).
+where the epochs would not converge waits for epoch ``STALL_FIRST`` (50).  Both pass counts are those at ``tol``
+0.1 and grow by :data:`PASSES_PER_DECADE` of themselves for each tenfold tighter ``tol`` (:func:`newton_passes`,
+session 53: the Newton method's own tolerance tightens with it).
 After such an early switch TRON
 runs to ``EARLY_TOL_FACTOR`` (0.1) times the tolerance above: it starts from a less converged ``w``, and at
 ``0.1 * tol`` alone its objectives were up to 7% above those of the dual run to ``tol`` on problems where the
@@ -87,6 +89,13 @@ SWITCH_PASSES = 25
 #: at epoch 10: ~20 more on most rows) where TRON from there took 0.70 of the time.  From STALL_FIRST on 15 would
 #: switch 5,000 x 2,000 dense rows at epoch 55 (1.4% above the epochs' objective), so the later looks keep 25.
 AHEAD_PASSES = 15
+#: both pass counts are those at ``tol`` 0.1 (LIBLINEAR's default); each tenfold tighter ``tol`` adds this share of
+#: them (:func:`newton_passes`): the Newton method runs to a tighter tolerance, and its conjugate-gradient steps
+#: grow.  Session 53 (``/tmp/s53/trace3.py``, TRON's time from an epoch-10 switch in epochs of the dual): TF-IDF with
+#: dense columns (``datasets.textmeta``) 32, 53, 62, 72 epochs at ``tol`` 0.1, 0.01, 0.001, 1e-4; ijcnn1 7.0 / 9.4
+#: / 9.8 at 0.01 / 0.001 / 1e-4; text with 30% empty rows (``datasets.emptyrows``) 27.5 at 1e-4, where the fixed 15
+#: switched at 17.2 passes: 9.8 ms against the epochs' 8.0 (scikit-learn's default ``tol`` is 1e-4).
+PASSES_PER_DECADE = 0.3
 #: ... where the Newton method's stopping rule bounds its objective's distance from the optimum by at most this
 #: times the objective at the switch (:func:`_newton_bound`; else the epochs go on).  The bound is a worst
 #: case: where it was 0.01-0.22 of the objective (a9a, sparse40k, textmeta, categories, clicks, 200,000 x 20 dense
@@ -116,6 +125,12 @@ def epoch_values(ld):
     """The work of one epoch over data ``ld``: stored values plus :data:`ROW_VALUES` a row."""
     stored = ld.Xd.size if ld.dense else int(ld.indptr[-1])
     return max(stored + ROW_VALUES * ld.n_samples, 1)
+
+
+def newton_passes(passes, tol):
+    """What the Newton method costs after a switch, in passes over every row: ``passes`` at ``tol`` 0.1, and
+    :data:`PASSES_PER_DECADE` more of them for each tenfold tighter ``tol``."""
+    return passes * (1.0 + PASSES_PER_DECADE * max(0.0, float(np.log10(0.1 / float(tol)))))
 
 
 def look_every(ld):
@@ -285,7 +300,7 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
                 if not converging:
                     return True
                 late = t >= STALL_FIRST
-                passes = SWITCH_PASSES if late else AHEAD_PASSES
+                passes = newton_passes(SWITCH_PASSES if late else AHEAD_PASSES, tol)
                 if late in ahead or epochs * (n if active is None else active) <= passes * n:
                     return False
                 primal = watches[0].measure()[3]()
