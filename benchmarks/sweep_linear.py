@@ -4,6 +4,7 @@ liblinear-official, same solver, same ``tol`` (LIBLINEAR's ``-e``), same data, o
     python benchmarks/sweep_linear.py                     # every case, 3 repeats, median
     python benchmarks/sweep_linear.py text100/cs hashed300k/l1 --repeat 5
     python benchmarks/sweep_linear.py --list
+    python benchmarks/sweep_linear.py --tol 1e-4          # every case at scikit-learn's default tol
 
 Cases are ``set/solver``: ``hinge`` (``loss='hinge'``, LIBLINEAR ``-s 3``, tol 0.1), ``l1`` (``penalty='l1'``,
 ``-s 5``, tol 0.01), ``cs`` (``multi_class='crammer_singer'``, ``-s 4``, tol 0.1), and for regression
@@ -201,13 +202,16 @@ def median_time(fit, repeat):
     return statistics.median(times), out
 
 
-def run_case(case, data, repeat):
+def run_case(case, data, repeat, tol=None):
+    """Time one ``set/solver`` case on ``data`` and print its row; ``tol``: for both libraries, else the solver's
+    LIBLINEAR default (:data:`SOLVERS`)."""
     from liblinear.liblinearutil import parameter, predict, problem, train
 
     import maxmargin
 
     name, solver = case.split("/")
-    s, tol, kw, regression = SOLVERS[solver]
+    s, default_tol, kw, regression = SOLVERS[solver]
+    tol = default_tol if tol is None else tol
     Xtr, ytr, Xte, yte = data
     est_cls = maxmargin.LinearSVR if regression else maxmargin.LinearSVC
     extra = dict(epsilon=0.0) if regression else {}
@@ -292,6 +296,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for the run (0: BLAS's default)")
+    ap.add_argument(
+        "--tol",
+        type=float,
+        default=None,
+        help="tol of every case (default: LIBLINEAR's, per solver; "
+        "scikit-learn's LinearSVC / LinearSVR default is 1e-4)",
+    )
     args = ap.parse_args()
     if args.list:
         print("\n".join(CASES))
@@ -313,7 +324,7 @@ def main():
             if name not in loaded:
                 loaded.clear()
                 loaded[name] = load(name)
-            run_case(case, loaded[name], args.repeat)
+            run_case(case, loaded[name], args.repeat, args.tol)
 
 
 if __name__ == "__main__":

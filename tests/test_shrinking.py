@@ -208,3 +208,101 @@ def test_svc_check_within_max_iter():
             assert fit.status == "converged", budget
         else:  # (the check after the budget's last epoch may still find every row settled)
             assert fit.status in ("converged", "max_iter"), budget
+
+
+def _text_rows(n=3000, d=300, seed=5, unit=False):
+    """Short sparse rows (8 words of ``d``, values up to 4.5) with a planted linear label: ~400 support vectors,
+    so shrinking leaves a small share of the rows active."""
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(0, d, size=(n, 8))
+    values = 3.0 * (np.ones(n * 8) if unit else rng.random(n * 8) + 0.5)
+    X = sp.csr_matrix((values, cols.ravel(), np.arange(0, n * 8 + 1, 8)), shape=(n, d))
+    X.sum_duplicates()
+    return X, np.sign(X @ rng.standard_normal(d) + 1e-9)
+
+
+@pytest.mark.parametrize("squared", [False, True], ids=["hinge", "squared"])
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "unit"])
+def test_compact_rows_same_iterates(monkeypatch, squared, unit):
+    """Epochs on a copy of the active rows (``dual_cd.CompactRows``, large data once shrinking leaves few rows) run
+    the iterates of the epochs on every row, bit for bit: the same ``w``, multipliers, epochs and status, through
+    unshrinks (the copy's epochs meeting ``tol`` report the active rows' case, so the check over every row
+    follows) and at several ``tol``."""
+    X, y = _text_rows(unit=unit)
+    ld = linear_data(X, 1.0, rows_first=True)
+    C = np.ones(y.shape[0])
+    made = []
+    real = dual_cd.CompactRows.__init__
+
+    def counting(self, *args):
+        made.append(args[-1])
+        real(self, *args)
+
+    monkeypatch.setattr(dual_cd.CompactRows, "__init__", counting)
+    monkeypatch.setattr(dual_cd, "COMPACT_MIN_BYTES", 0)  # (small data: the copy made anyway)
+    for tol, max_iter in ((0.1, 1000), (1e-4, 1000), (1e-4, 77)):
+        made.clear()
+        fit = dual_cd.solve_svc(ld, y, C, squared=squared, tol=tol, max_iter=max_iter, seed=3)
+        if tol < 0.1:  # (at 0.1 the fit may end before shrinking leaves few rows)
+            assert made and max(made) <= dual_cd.COMPACT_SHARE * y.shape[0]
+        with monkeypatch.context() as m:
+            m.setattr(dual_cd, "COMPACT_SHARE", -1.0)
+            plain = dual_cd.solve_svc(ld, y, C, squared=squared, tol=tol, max_iter=max_iter, seed=3)
+        assert (fit.n_iter, fit.status) == (plain.n_iter, plain.status)
+        np.testing.assert_array_equal(fit.w, plain.w)
+        np.testing.assert_array_equal(fit.dual, plain.dual)
+        assert fit.objective == plain.objective
+    # small data keep the plain epochs
+    monkeypatch.undo()
+    assert dual_cd.epoch_bytes(ld) < dual_cd.COMPACT_MIN_BYTES
+
+
+@pytest.mark.parametrize("tol", [1e9, 1e-3], ids=["met-at-once", "epochs"])
+def test_compact_rows_run_as_the_plain_epochs(tol):
+    """``CompactRows.run`` on the first 100 of 3,000 rows against the plain record epochs on all of them with 100
+    active: the same ``w``, multipliers, order of the rows and return code -- 2 (the active rows met ``tol``) where
+    the copy's first epoch meets it, though the copy's epochs see every one of its rows active."""
+    X, y = _text_rows()
+    n = y.shape[0]
+    ld = linear_data(X, 1.0, rows_first=True)
+    QD = np.asarray(X.multiply(X).sum(axis=1)).ravel() + 1.0
+    alpha0 = np.where(np.arange(n) % 3 == 0, 0.5, 0.0)
+    w0 = np.asarray(X.T @ (alpha0 * y)).ravel()
+    w0 = np.r_[w0, np.sum(alpha0 * y)]
+
+    def state():
+        R = dual_cd.row_records(y, alpha0, QD, np.zeros(n), np.ones(n), ld.indptr)
+        index = np.random.default_rng(1).permutation(n).astype(np.int64)
+        return R, w0.copy(), index, np.array([100, 0], dtype=np.int64), np.array([np.inf, -np.inf, np.inf])
+
+    R, w, index, istate, fstate = state()
+    plain_code = dual_cd._svc_epochs_rec(
+        ld.data,
+        ld.indices,
+        ld.n_features,
+        1.0,
+        R,
+        w,
+        index,
+        istate,
+        fstate,
+        _linear_common.rng_state(7),
+        tol,
+        6,
+        True,
+        ld.unit,
+        2,
+        1,
+    )
+    R2, w2, index2, istate2, fstate2 = state()
+    alpha = R2[dual_cd.REC_ALPHA :: dual_cd.REC_WIDTH].copy()
+    compact = dual_cd.CompactRows(ld, R2, ld.indices, index2, 100)
+    code = compact.run(
+        R2, w2, index2, istate2, fstate2, _linear_common.rng_state(7), tol, 6, True, ld.unit, ld.n_features, 1.0, alpha
+    )
+    assert plain_code == code == (2 if tol > 1 else 1)
+    np.testing.assert_array_equal(w2, w)
+    np.testing.assert_array_equal(index2, index)
+    np.testing.assert_array_equal(istate2, istate)
+    np.testing.assert_array_equal(R2, R)
+    np.testing.assert_array_equal(alpha, R[dual_cd.REC_ALPHA :: dual_cd.REC_WIDTH])

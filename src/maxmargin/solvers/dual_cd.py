@@ -45,6 +45,7 @@ from ._linear_common import (
     CD_CSR_MAX_FEATURES,
     KEEP_THRESHOLDS,
     PREFETCH_WHOLE_MIN_VALUES,
+    LinearData,
     _dense_row_dot,
     _prefetch,
     dense_dot,
@@ -269,6 +270,109 @@ def _fill_records(R, y, alpha, QD, diag, upper, indptr):
         R[r + REC_LO] = indptr[i]
         R[r + REC_HI] = indptr[i + 1]
         R[r + REC_INV_QD] = 1.0 / QD[i]
+
+
+#: the serial CSR epochs run on a copy of the rows still active (records, values and column numbers side by side,
+#: :class:`CompactRows`) once shrinking has left at most this share of the rows ...
+COMPACT_SHARE = 0.25
+#: ... of data whose epoch touches at least this many bytes (:func:`epoch_bytes`).  The active rows of a large set
+#: lie scattered over all of its records and values: session 53 (``/tmp/s53/sub2.py``, 160,000 rows of 7 words
+#: over 100,000 columns, hinge epochs without shrinking): 21 ns a row on 10,000 or 20,000 rows of their own against
+#: 40 on all 160,000, and the shrunken tail of a fit to tol 1e-4 (~10,000 active rows) ran at 37-40 ns a row
+COMPACT_MIN_BYTES = 8 << 20
+#: ... and while the copy would take at most this many bytes (:func:`epoch_bytes`' share of the active rows): 200,000
+#: rows of 60 words, 85 MB an epoch, whose copy of a quarter of the rows (21 MB) stays out of the cache too, ran
+#: 1.06-1.13x the time with it made then (the copy of 3 million values, again after every unshrink)
+COMPACT_MAX_BYTES = 8 << 20
+#: ... looked for every this many epochs (the epochs otherwise run in one compiled call to the next check)
+COMPACT_EVERY = 5
+
+
+def epoch_bytes(ld):
+    """What an epoch over every row of CSR data ``ld`` touches: values, column numbers, a 64-byte record a row, the
+    weights."""
+    n = max(ld.n_samples, 1)
+    per_value = ld.indices.dtype.itemsize + (0 if ld.unit else ld.data.dtype.itemsize)
+    return ld.data.size * per_value + 64 * n + 8 * ld.n_weights
+
+
+def _aligned_records(n):
+    """An uninitialised (n * :data:`REC_WIDTH`,) float64 array starting on a 64-byte boundary."""
+    raw = np.empty(n * REC_WIDTH + 8)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip : skip + n * REC_WIDTH]
+
+
+@njit(cache=True, nogil=True)
+def _compact_copy(R, data, indices, rows, R2, data2, indices2):
+    """Records ``R2`` of the rows ``rows`` (their records in ``R``), their values and column numbers one after the
+    other in ``data2`` / ``indices2``, each record's first and end positions rewritten to point there."""
+    pos = 0
+    for j in range(rows.shape[0]):
+        r = REC_WIDTH * rows[j]
+        r2 = REC_WIDTH * j
+        for c in range(REC_WIDTH):
+            R2[r2 + c] = R[r + c]
+        lo = int(R[r + REC_LO])
+        hi = int(R[r + REC_HI])
+        R2[r2 + REC_LO] = pos
+        for k in range(lo, hi):
+            data2[pos] = data[k]
+            indices2[pos] = indices[k]
+            pos += 1
+        R2[r2 + REC_HI] = pos
+
+
+@njit(cache=True, nogil=True)
+def _compact_back(R, R2, rows, index, index2, active, alpha):
+    """After epochs on the copy: the copied rows' multipliers into ``R`` and ``alpha``, and the copy's order of
+    the rows (``index2``, positions in ``rows``) as ``index``'s first ``len(rows)`` entries."""
+    for j in range(rows.shape[0]):
+        v = R2[REC_WIDTH * j + REC_ALPHA]
+        R[REC_WIDTH * rows[j] + REC_ALPHA] = v
+        alpha[rows[j]] = v
+    for s in range(rows.shape[0]):
+        index[s] = rows[index2[s]]
+
+
+class CompactRows:
+    """The active rows of the serial CSR epochs copied side by side (:data:`COMPACT_SHARE`).
+
+    Made from ``index[:active]`` with ``index2`` = 0, 1, ..., so position ``s`` of the copy's order holds the row
+    that position ``s`` of ``index`` held: the shuffles (same generator, same positions) and so the iterates are
+    those of the epochs on all rows, bit for bit.  Valid while the active rows only shrink (until the check after
+    they meet ``tol`` brings rows back); each run writes the multipliers and the order back.  The copy holds at most
+    :data:`COMPACT_SHARE` of the rows, so its epochs meeting ``tol`` is always the active rows' case (code 2), which
+    the epochs on the copy, seeing all of its rows active, report as code 0."""
+
+    def __init__(self, ld, R, indices, index, active):
+        self.rows = index[:active].copy()
+        lo = R[REC_WIDTH * self.rows + REC_LO].astype(np.int64)
+        hi = R[REC_WIDTH * self.rows + REC_HI].astype(np.int64)
+        nnz = int(np.sum(hi - lo))
+        self.R = _aligned_records(active)
+        self.data = np.empty(nnz, dtype=ld.data.dtype)
+        self.indices = np.empty(nnz, dtype=indices.dtype)
+        _compact_copy(R, ld.data, indices, self.rows, self.R, self.data, self.indices)
+        self.index = np.arange(active, dtype=np.int64)
+        indptr = np.zeros(active + 1, dtype=np.int64)
+        np.cumsum(hi - lo, out=indptr[1:])
+        part = LinearData(
+            np.empty((0, 0), ld.data.dtype), self.data, self.indices, indptr, False, ld.n_features, ld.bias, ld.unit
+        )
+        self.plan = prefetch_plan(part)
+        self.whole = whole_rows(part)
+
+    def run(self, R, w, index, istate, fstate, rng, tol, k, shrinking, unit, n_features, bias, alpha):
+        ahead, stages = self.plan[0], self.plan[1]
+        epochs = (
+            (_svc_epochs_rec_staged if self.whole else _svc_epochs_rec_staged_head) if stages > 1 else _svc_epochs_rec
+        )
+        rec = (self.R, w, self.index, istate, fstate, rng, tol, k, shrinking, unit, ahead, stages)
+        code = epochs(self.data, self.indices, n_features, bias, *rec)
+        _compact_back(R, self.R, self.rows, index, self.index, int(istate[0]), alpha)
+        # the epochs took the copy for every row ("converged", 0): the met tol holds on the active rows only (2)
+        return 2 if code == 0 else code
 
 
 def _svc_epochs_rec(
@@ -989,6 +1093,9 @@ def solve_svc(
     records = [None]  # the per-row records of the serial CSR epochs (made at their first call)
     checked_loss = [None]  # the loss at w when the last step ended on a check that met tol (w unchanged since)
     narrow = [None]  # their column numbers (narrow_indices)
+    compact = [None]  # the active rows' copy (CompactRows), while valid
+    # (the bytes of an epoch a row, where the data are large enough for the copy; else 0)
+    big = [epoch_bytes(ld) / n if shrinking and not ld.dense and epoch_bytes(ld) >= COMPACT_MIN_BYTES else 0.0]
 
     def step(k):
         if asynchronous[0]:
@@ -1060,10 +1167,26 @@ def solve_svc(
             if plan[1] > 1
             else _svc_epochs_rec
         )
-        rec = (R, w, index, istate, fstate, rng, float(tol), int(k), bool(shrinking), ld.unit, plan[0], plan[1])
-        code = epochs(ld.data, narrow[0], ld.n_features, float(ld.bias), *rec)
-        alpha[:] = R[REC_ALPHA::REC_WIDTH]
-        return code
+        left = int(k)
+        while True:
+            active = int(istate[0])
+            if compact[0] is None and big[0] and active <= COMPACT_SHARE * n and active * big[0] <= COMPACT_MAX_BYTES:
+                compact[0] = CompactRows(ld, R, narrow[0], index, active)
+            if compact[0] is not None:
+                opts = (rng, float(tol), left, bool(shrinking), ld.unit, ld.n_features, float(ld.bias), alpha)
+                code = compact[0].run(R, w, index, istate, fstate, *opts)
+                if code != 1:  # (met tol on the active rows: the check brings rows back, a new copy after it)
+                    compact[0] = None
+                return code
+            # where a copy may come, pieces of COMPACT_EVERY epochs (the same iterates as one call) to look between
+            piece = min(left, COMPACT_EVERY) if big[0] else left
+            before = int(istate[1])
+            rec = (R, w, index, istate, fstate, rng, float(tol), piece, bool(shrinking), ld.unit, plan[0], plan[1])
+            code = epochs(ld.data, narrow[0], ld.n_features, float(ld.bias), *rec)
+            alpha[:] = R[REC_ALPHA::REC_WIDTH]
+            left -= int(istate[1]) - before
+            if code != 1 or left <= 0:
+                return code
 
     par = split_threads > 1  # a single problem, threads allowed
 
