@@ -284,8 +284,12 @@ COMPACT_MIN_BYTES = 8 << 20
 #: rows of 60 words, 85 MB an epoch, whose copy of a quarter of the rows (21 MB) stays out of the cache too, ran
 #: 1.06-1.13x the time with it made then (the copy of 3 million values, again after every unshrink)
 COMPACT_MAX_BYTES = 8 << 20
-#: ... looked for every this many epochs (the epochs otherwise run in one compiled call to the next check)
+#: ... looked for every this many epochs (the epochs otherwise run in one compiled call to the next check) from epoch
+#: COMPACT_AFTER on: the copy pays over long runs (hundreds of epochs on the shrunken rows: 0.64-0.79 of the time
+#: at tol 1e-4), and short ones paid for it (200 one-vs-rest problems of 16,000 rows, 10-29 epochs each: 1.05-1.15x
+#: the time with copies from the start)
 COMPACT_EVERY = 5
+COMPACT_AFTER = 20
 
 
 def epoch_bytes(ld):
@@ -1170,7 +1174,15 @@ def solve_svc(
         left = int(k)
         while True:
             active = int(istate[0])
-            if compact[0] is None and big[0] and active <= COMPACT_SHARE * n and active * big[0] <= COMPACT_MAX_BYTES:
+            done = int(istate[1])
+            late = done >= COMPACT_AFTER
+            if (
+                compact[0] is None
+                and big[0]
+                and late
+                and active <= COMPACT_SHARE * n
+                and active * big[0] <= COMPACT_MAX_BYTES
+            ):
                 compact[0] = CompactRows(ld, R, narrow[0], index, active)
             if compact[0] is not None:
                 opts = (rng, float(tol), left, bool(shrinking), ld.unit, ld.n_features, float(ld.bias), alpha)
@@ -1179,8 +1191,8 @@ def solve_svc(
                     compact[0] = None
                 return code
             # where a copy may come, pieces of COMPACT_EVERY epochs (the same iterates as one call) to look between
-            piece = min(left, COMPACT_EVERY) if big[0] else left
-            before = int(istate[1])
+            piece = min(left, COMPACT_EVERY if late else COMPACT_AFTER - done) if big[0] else left
+            before = done
             rec = (R, w, index, istate, fstate, rng, float(tol), piece, bool(shrinking), ld.unit, plan[0], plan[1])
             code = epochs(ld.data, narrow[0], ld.n_features, float(ld.bias), *rec)
             alpha[:] = R[REC_ALPHA::REC_WIDTH]
