@@ -248,12 +248,16 @@ REC_ALPHA, REC_Y, REC_QD, REC_DIAG, REC_UPPER, REC_LO, REC_HI, REC_INV_QD, REC_W
 
 def row_records(y, alpha, QD, diag, upper, indptr):
     """The (n * :data:`REC_WIDTH`,) records :func:`_svc_epochs_rec` reads, 64-byte aligned."""
-    n = y.shape[0]
-    raw = np.empty(n * REC_WIDTH + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    R = raw[skip : skip + n * REC_WIDTH]
+    R = _aligned_records(y.shape[0])
     _fill_records(R, y, alpha, QD, diag, upper, indptr)
     return R
+
+
+def _aligned_records(n):
+    """An uninitialised (n * :data:`REC_WIDTH`,) float64 array starting on a 64-byte boundary."""
+    raw = np.empty(n * REC_WIDTH + 8)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip : skip + n * REC_WIDTH]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -300,13 +304,6 @@ def epoch_bytes(ld):
     return ld.data.size * per_value + 64 * n + 8 * ld.n_weights
 
 
-def _aligned_records(n):
-    """An uninitialised (n * :data:`REC_WIDTH`,) float64 array starting on a 64-byte boundary."""
-    raw = np.empty(n * REC_WIDTH + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    return raw[skip : skip + n * REC_WIDTH]
-
-
 @njit(cache=True, nogil=True)
 def _compact_copy(R, data, indices, rows, R2, data2, indices2):
     """Records ``R2`` of the rows ``rows`` (their records in ``R``), their values and column numbers one after the
@@ -328,7 +325,7 @@ def _compact_copy(R, data, indices, rows, R2, data2, indices2):
 
 
 @njit(cache=True, nogil=True)
-def _compact_back(R, R2, rows, index, index2, active, alpha):
+def _compact_back(R, R2, rows, index, index2, alpha):
     """After epochs on the copy: the copied rows' multipliers into ``R`` and ``alpha``, and the copy's order of
     the rows (``index2``, positions in ``rows``) as ``index``'s first ``len(rows)`` entries."""
     for j in range(rows.shape[0]):
@@ -368,13 +365,10 @@ class CompactRows:
         self.whole = whole_rows(part)
 
     def run(self, R, w, index, istate, fstate, rng, tol, k, shrinking, unit, n_features, bias, alpha):
-        ahead, stages = self.plan[0], self.plan[1]
-        epochs = (
-            (_svc_epochs_rec_staged if self.whole else _svc_epochs_rec_staged_head) if stages > 1 else _svc_epochs_rec
-        )
-        rec = (self.R, w, self.index, istate, fstate, rng, tol, k, shrinking, unit, ahead, stages)
+        epochs = record_epochs(self.plan, self.whole)
+        rec = (self.R, w, self.index, istate, fstate, rng, tol, k, shrinking, unit, self.plan[0], self.plan[1])
         code = epochs(self.data, self.indices, n_features, bias, *rec)
-        _compact_back(R, self.R, self.rows, index, self.index, int(istate[0]), alpha)
+        _compact_back(R, self.R, self.rows, index, self.index, alpha)
         # the epochs took the copy for every row ("converged", 0): the met tol holds on the active rows only (2)
         return 2 if code == 0 else code
 
@@ -580,6 +574,14 @@ _svc_epochs_rec_staged_head = with_constants(
     _svc_epochs_rec, "_staged_head", {"STAGED": True, "WHOLE_ROWS": False}, nogil=True, error_model="numpy"
 )
 _svc_epochs_rec = with_constants(_svc_epochs_rec, "_plain", {"STAGED": False}, nogil=True, error_model="numpy")
+
+
+def record_epochs(plan, whole):
+    """The classifier's record epochs for prefetch ``plan`` (:func:`~._linear_common.prefetch_plan`) and whether the
+    staged scheme prefetches ``whole`` rows (:func:`whole_rows`)."""
+    if plan[1] > 1:
+        return _svc_epochs_rec_staged if whole else _svc_epochs_rec_staged_head
+    return _svc_epochs_rec
 
 
 def whole_rows(ld):
@@ -1099,7 +1101,8 @@ def solve_svc(
     narrow = [None]  # their column numbers (narrow_indices)
     compact = [None]  # the active rows' copy (CompactRows), while valid
     # (the bytes of an epoch a row, where the data are large enough for the copy; else 0)
-    big = [epoch_bytes(ld) / n if shrinking and not ld.dense and epoch_bytes(ld) >= COMPACT_MIN_BYTES else 0.0]
+    touched = 0 if ld.dense or not shrinking else epoch_bytes(ld)
+    big = [touched / n if touched >= COMPACT_MIN_BYTES else 0.0]
 
     def step(k):
         if asynchronous[0]:
@@ -1166,11 +1169,7 @@ def solve_svc(
             records[0] = row_records(y, alpha, QD, diag, upper, ld.indptr)
             narrow[0] = narrow_indices(ld)  # (the same column numbers in fewer bytes where they fit)
         R = records[0]
-        epochs = (
-            (_svc_epochs_rec_staged if whole_rows(ld) else _svc_epochs_rec_staged_head)
-            if plan[1] > 1
-            else _svc_epochs_rec
-        )
+        epochs = record_epochs(plan, whole_rows(ld))
         left = int(k)
         while True:
             active = int(istate[0])
