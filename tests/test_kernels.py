@@ -159,7 +159,8 @@ def test_kernel_times_of_large_thin_dense_blocks_takes_the_fused_loop(name, kw, 
 @pytest.mark.parametrize("name,kw", KERNELS)
 def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
     """``engine.times_blas`` (BLAS on chunks of rows, kernel values summed in cache): every kernel against the naive
-    formula, chunk counts that do not divide the rows, one row, one chunk, threads on and off, no columns, the blocks
+    formula, chunk counts that do not divide the rows, blocks of B's rows that do not divide them, one row, one chunk,
+    threads on and off, no columns, the blocks
     taken while BLAS's pool spins; and the
     callers that route dense rows there: ``kernel_times`` past its fused bound (odd widths padded to 8) and
     ``KernelRows.times`` past ``TIMES_AXPY_MAX_D`` (column subsets, targets in any order)."""
@@ -176,6 +177,17 @@ def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
     monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)
     for parallel in (True, False):
         np.testing.assert_allclose(engine.times_blas(A, B, sqa, sqb, *g, c, parallel), ref, **tol)
+    # B's rows in blocks (257 rows: 6 blocks of 43 and one of 42 at a bound of 50; one block of 1 row at a bound of
+    # 1): the same sums, and bit for bit the same on one thread and on all
+    monkeypatch.setattr(engine, "PARALLEL_MIN_WORK", 0)  # (Numba's threads on these few rows)
+    for cols in (50, 1, 256):
+        monkeypatch.setattr(engine, "TIMES_BLAS_COLUMNS", cols)
+        par, ser = (engine.times_blas(A, B, sqa, sqb, *g, c, p) for p in (True, False))
+        np.testing.assert_allclose(par, ref, **tol)
+        np.testing.assert_array_equal(par, ser)
+    monkeypatch.undo()
+    monkeypatch.setattr(engine, "TIMES_BLAS_MIN_ROWS", 16)
+    monkeypatch.setattr(engine, "TIMES_BLAS_MAX_ROWS", 40)
     # BLAS's pool still spinning after a product: kernel_times takes Kernel.mmv's blocks instead
     monkeypatch.setattr(engine, "_blas_pool_spinning", lambda: True)
     monkeypatch.setattr(engine, "TIMES_BLAS_CHECK_WORK", 0)
@@ -202,6 +214,50 @@ def test_times_on_chunks_of_dense_rows_match_the_formula(name, kw, monkeypatch):
     assert called
     kr.set_columns(np.arange(0, 558, 2))  # (the columns do not change what times sums)
     np.testing.assert_allclose(kr.times(np.arange(301, 558), c, np.arange(301)), ref, **tol)
+
+
+def test_a_large_prediction_waits_for_blas_to_stop_spinning_before_it_gives_up_the_chunks(monkeypatch):
+    """``kernel_times(pool_when_busy=True)`` where BLAS's pool still spins: a small job takes ``Kernel.mmv``'s blocks
+    at once; a large one (:data:`TIMES_BLAS_WAIT_WORK`) waits for the other threads to stop, up to
+    :data:`TIMES_BLAS_WAIT_S`, and takes the chunks where they did (back-to-back predictions of a large model no
+    longer keep the blocks for good), the blocks where they did not."""
+    from maxmargin.kernels import engine
+
+    A, B = data((60, 13), seed=5), data((40, 13), seed=6)
+    c = np.linspace(-1.0, 1.0, 40)
+    kern = make_kernel("rbf", X=A, gamma=0.1)
+    ref = naive("rbf", {"gamma": 0.1}, A, B) @ c
+    route = []
+    real_blas, real_mmv = engine.times_blas, type(kern).mmv
+    monkeypatch.setattr(engine, "times_blas", lambda *a, **k: route.append("chunks") or real_blas(*a, **k))
+    monkeypatch.setattr(type(kern), "mmv", lambda self, *a, **k: route.append("blocks") or real_mmv(self, *a, **k))
+    monkeypatch.setattr(engine, "TIMES_BLAS_CHECK_WORK", 0)
+    monkeypatch.setattr(engine, "_blas_pool_spinning", lambda: True)
+    polls = []
+
+    def running():  # spinning for three looks, then idle
+        polls.append(1)
+        return len(polls) <= 3
+
+    monkeypatch.setattr(engine, "others_running", running)
+    for wait_work, expect, looks in ((10**12, "blocks", 0), (0, "chunks", 4)):
+        route.clear(), polls.clear()
+        monkeypatch.setattr(engine, "TIMES_BLAS_WAIT_WORK", wait_work)
+        np.testing.assert_allclose(
+            kernel_times(kern, A, B, c, fused_dense=False, pool_when_busy=True), ref, rtol=1e-10, atol=1e-9
+        )
+        assert route == [expect] and len(polls) == looks
+    # a thread that never stops: the blocks after the wait, which is bounded
+    import time
+
+    monkeypatch.setattr(engine, "others_running", lambda: True)
+    monkeypatch.setattr(engine, "TIMES_BLAS_WAIT_S", 0.02)
+    route.clear()
+    t = time.perf_counter()
+    np.testing.assert_allclose(
+        kernel_times(kern, A, B, c, fused_dense=False, pool_when_busy=True), ref, rtol=1e-10, atol=1e-9
+    )
+    assert route == ["blocks"] and 0.02 <= time.perf_counter() - t < 5.0
 
 
 def test_dot_prefix_sums_the_first_m_products_in_any_order_to_rounding():

@@ -428,7 +428,7 @@ _rows_touched_par, _rows_touched_ser = parallel_and_serial(_rows_touched_py)
 
 #: dense rows of more features than the fused loop takes (:func:`kernel_times` past ``fused_dense``,
 #: :meth:`KernelRows.times` past :data:`FUSED_DENSE_MAX_D`): chunks of about TIMES_BLAS_VALUES kernel values
-#: (TIMES_BLAS_MIN_ROWS to TIMES_BLAS_MAX_ROWS rows of A), each one BLAS product against all of B on one BLAS
+#: (TIMES_BLAS_MIN_ROWS to TIMES_BLAS_MAX_ROWS rows of A), each BLAS products against blocks of B's rows on one BLAS
 #: thread, the chunks on Numba's threads, each chunk's kernel values formed and summed with the coefficients while
 #: they are in cache (:func:`_times_blas_py`).  ``Kernel.mmv`` stored 16 MB blocks and read them back twice (the
 #: transform on two threads, then a matrix-vector product): memory traffic, not arithmetic.  Measured (session 49,
@@ -440,28 +440,41 @@ _rows_touched_par, _rows_touched_ser = parallel_and_serial(_rows_touched_py)
 TIMES_BLAS_VALUES = 1 << 18
 TIMES_BLAS_MIN_ROWS = 128
 TIMES_BLAS_MAX_ROWS = 512
+#: ... each against blocks of at most this many rows of B in turn (like widths; each block's products are at most
+#: about TIMES_BLAS_VALUES doubles, 2 MB).  One product against all of B made a block
+#: of 128 x m doubles, past ~32 MB (m >= 32,000) a fresh mapping of the allocator's each time: page faults on every
+#: chunk.  Measured (session 54, ``/tmp/s54/grad2.py``, RBF, 20 features, two threads, ns a kernel value, all of B /
+#: blocks of 2,048): 200,000 x 94,365 2.97 / 0.83 (3.6x), x 20,000 0.97 / 0.81, 100,000 x 6,000 0.82 / 0.79; blocks
+#: of 1,024 / 4,096 / 8,192 / 16,384: 0.86 / 0.86 / 0.87 / 0.90
+TIMES_BLAS_COLUMNS = 2048
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _sum_rows(D, sqa, sqb, code, gamma, coef0, degree, coef, res, lo, scratch):
-    """res[lo + r] = sum_t coef[t] k(., B[t]) from the row r of dot products ``D`` (changed in place)."""
+    """res[lo + r] += sum_t coef[t] k(., B[t]) from the row r of dot products ``D`` (changed in place)."""
     m = D.shape[1]
     for r in range(D.shape[0]):
         o = D[r]
         transform(o, code, gamma, coef0, degree, sqa[lo + r], sqb, scratch)
-        res[lo + r] = dot_prefix(o, coef, m)
+        res[lo + r] += dot_prefix(o, coef, m)
 
 
-def _times_blas_py(A, B, sqa, sqb, code, gamma, coef0, degree, coef, res, per):
-    """res[r] = sum_t coef[t] k(A[r], B[t]): ``per`` rows of A a chunk, chunks in parallel (see TIMES_BLAS_VALUES);
-    BLAS must run on one thread (the caller's :func:`one_blas_thread`)."""
+def _times_blas_py(A, B, sqa, sqb, code, gamma, coef0, degree, coef, res, per, width):
+    """res[r] = sum_t coef[t] k(A[r], B[t]): ``per`` rows of A a chunk, chunks in parallel (see TIMES_BLAS_VALUES),
+    each chunk against blocks of ``width`` rows of B in turn (see TIMES_BLAS_COLUMNS); BLAS must run on one thread
+    (the caller's :func:`one_blas_thread`)."""
     n = A.shape[0]
+    m = B.shape[0]
     nch = (n + per - 1) // per
     for c in prange(nch):
         lo = c * per
         hi = min(lo + per, n)
-        D = np.dot(A[lo:hi], B.T)
-        _sum_rows(D, sqa, sqb, code, gamma, coef0, degree, coef, res, lo, np.empty(B.shape[0]))
+        res[lo:hi] = 0.0
+        scratch = np.empty(min(width, m))
+        for b0 in range(0, m, width):
+            b1 = min(b0 + width, m)
+            D = np.dot(A[lo:hi], B[b0:b1].T)
+            _sum_rows(D, sqa, sqb[b0:b1], code, gamma, coef0, degree, coef[b0:b1], res, lo, scratch)
 
 
 _times_blas_par, _times_blas_ser = parallel_and_serial(_times_blas_py, nogil=True)
@@ -470,6 +483,27 @@ _times_blas_par, _times_blas_ser = parallel_and_serial(_times_blas_py, nogil=Tru
 #: :func:`kernel_times` (``pool_when_busy``) asks whether BLAS's pool still spins (:func:`_blas_pool_spinning`) from
 #: this many multiply-adds (~10 ms of products; the question costs 40 us, and 1.5 ms more where a thread runs)
 TIMES_BLAS_CHECK_WORK = 1 << 26
+
+
+#: ... and from this many waits up to TIMES_BLAS_WAIT_S for the spin to end (OpenBLAS's pool spins ~105 ms after a
+#: product, measured here), taking the chunks after all where it does: a large job on the blocks (2.2-2.7x the
+#: chunks' time) loses more than the wait.  Without it, back-to-back predictions of a large model kept the blocks
+#: for good -- each call's products left the pool spinning for the next.  Measured (session 54,
+#: ``/tmp/s54/predab.py``, tall200k's SVC, 50,000 rows against 46,879 support vectors of 20 features): blocks
+#: 4.4-5.5 s a call back to back, chunks 2.0-2.1 s)
+TIMES_BLAS_WAIT_WORK = 1 << 32
+TIMES_BLAS_WAIT_S = 0.15
+
+
+def _pool_idle_within(seconds):
+    """Whether the other threads of the process stop running within ``seconds`` (:func:`others_running`, asked every
+    2 ms)."""
+    end = time.perf_counter() + seconds
+    while others_running():
+        if time.perf_counter() >= end:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def _blas_pool_spinning():
@@ -499,9 +533,11 @@ def times_blas(A, B, sqa, sqb, code, gamma, coef0, degree, coef, parallel=True):
     sqb = np.ascontiguousarray(sqb, dtype=np.float64)
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     g = (code, gamma, coef0, float(degree))
-    per = min(max(TIMES_BLAS_VALUES // m, TIMES_BLAS_MIN_ROWS), TIMES_BLAS_MAX_ROWS)
+    nb = -(-m // TIMES_BLAS_COLUMNS)
+    width = -(-m // nb)  # blocks of like width
+    per = min(max(TIMES_BLAS_VALUES // width, TIMES_BLAS_MIN_ROWS), TIMES_BLAS_MAX_ROWS)
     with one_blas_thread():
-        (_times_blas_par if par else _times_blas_ser)(A, B, sqa, sqb, *g, coef, res, per)
+        (_times_blas_par if par else _times_blas_ser)(A, B, sqa, sqb, *g, coef, res, per, width)
     return res
 
 
@@ -1018,7 +1054,8 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True, pool_when_
     share the cores with it (2x the time right after a fit that ended in BLAS products); then ``Kernel.mmv``'s
     blocks instead (the route before; 1.5x the chunks' time on a quiet machine, 0.8x right after a product), whose
     values may differ from the chunks' in the last bits.  Fits keep the chunks (their results must not depend on
-    timing)."""
+    timing).  A large job (:data:`TIMES_BLAS_WAIT_WORK`) waits up to :data:`TIMES_BLAS_WAIT_S` for the spin to end
+    first."""
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     path = decide(A, kernel)
     max_d = FUSED_DENSE_MAX_D if fused_dense is True else int(fused_dense)
@@ -1031,7 +1068,8 @@ def kernel_times(kernel, A, B, coef, parallel=True, fused_dense=True, pool_when_
         if path in ("narrow", "dense"):  # BLAS on chunks of A's rows, no block stored
             work = A.shape[0] * B.shape[0] * A.shape[1]
             if pool_when_busy and parallel and work >= TIMES_BLAS_CHECK_WORK and _blas_pool_spinning():
-                return kernel.mmv(A, B, coef)
+                if work < TIMES_BLAS_WAIT_WORK or not _pool_idle_within(TIMES_BLAS_WAIT_S):
+                    return kernel.mmv(A, B, coef)
             A, B = densify_if_cheap(A), densify_if_cheap(B)
             if not (sp.issparse(A) or sp.issparse(B)):
                 dp = -(-A.shape[1] // 8) * 8  # (zero columns: see KernelRows)
