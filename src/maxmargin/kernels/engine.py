@@ -428,7 +428,7 @@ _rows_touched_par, _rows_touched_ser = parallel_and_serial(_rows_touched_py)
 
 #: dense rows of more features than the fused loop takes (:func:`kernel_times` past ``fused_dense``,
 #: :meth:`KernelRows.times` past :data:`FUSED_DENSE_MAX_D`): chunks of about TIMES_BLAS_VALUES kernel values
-#: (TIMES_BLAS_MIN_ROWS to TIMES_BLAS_MAX_ROWS rows of A), each BLAS products against blocks of B's rows on one BLAS
+#: (TIMES_BLAS_MIN_ROWS to TIMES_BLAS_MAX_ROWS rows of A), each one BLAS product per block of rows of B, on one BLAS
 #: thread, the chunks on Numba's threads, each chunk's kernel values formed and summed with the coefficients while
 #: they are in cache (:func:`_times_blas_py`).  ``Kernel.mmv`` stored 16 MB blocks and read them back twice (the
 #: transform on two threads, then a matrix-vector product): memory traffic, not arithmetic.  Measured (session 49,
