@@ -638,6 +638,45 @@ def test_one_blas_thread_holds_the_real_libraries_to_one_thread_and_gives_their_
     assert isinstance(_threads._one_thread_limit(), _threads._BlasHeld)
 
 
+def test_blas_lifted_gives_blas_its_threads_only_to_a_block_that_is_alone(monkeypatch):
+    """``blas_lifted`` (a solver's large product inside its ``one_blas_thread`` block) puts BLAS's own count back
+    only where that block is the only one open; a block another thread opens meanwhile holds BLAS to one thread
+    again, and the lift's end does not undo that; the last block's end gives the count back."""
+    import threading
+
+    from maxmargin import _threads
+
+    class Lib:
+        num_threads = 4
+
+        def set_num_threads(self, n):
+            self.num_threads = n
+
+    lib = Lib()
+    monkeypatch.setattr(_threads, "_one_thread_limit", lambda: _threads._BlasHeld([lib]))
+    with _threads.one_blas_thread():
+        assert lib.num_threads == 1
+        with _threads.blas_lifted():
+            assert lib.num_threads == 4
+        assert lib.num_threads == 1
+        with _threads.one_blas_thread(), _threads.blas_lifted():  # two blocks open: no lift
+            assert lib.num_threads == 1
+        opened = threading.Event()
+
+        def other():
+            with _threads.one_blas_thread():
+                opened.set()
+
+        with _threads.blas_lifted():
+            assert lib.num_threads == 4
+            t = threading.Thread(target=other)
+            t.start()
+            t.join(10)
+            assert opened.is_set() and lib.num_threads == 1
+        assert lib.num_threads == 1
+    assert lib.num_threads == 4 and _threads._ONE == {"depth": 0, "limit": None, "lifted": False}
+
+
 def test_small_smo_problems_set_no_blas_limit():
     rng = np.random.default_rng(0)
     kern = make_kernel("rbf", gamma=0.5)

@@ -44,14 +44,13 @@ can take its place.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
-from .._threads import blas_threads
+from .._threads import blas_lifted, one_blas_thread
 from ..kernels.engine import CHUNK, PARALLEL_MIN_WORK, KernelRows, held_times
 from .base import Solution, Watch
 from .smo import compute_rho, compute_rho_nu, initial_alpha, pair_step
@@ -583,7 +582,7 @@ def solve(problem, **options):
     meanwhile (each Numba thread calls it on its own chunk), since BLAS threads
     spinning beside Numba's cost more than they give on few cores.
     """
-    with blas_threads(1):
+    with one_blas_thread():
         return _solve(problem, **options)
 
 
@@ -747,7 +746,7 @@ def _solve(
         tr = time.perf_counter()
         sv = np.flatnonzero(alpha > 0)
         cost, parts = delta_cost() if shrunk else (0, None)
-        with blas_threads(os.cpu_count() or 1):
+        with blas_lifted():  # where no other solve runs beside this one
             if parts is not None and cost < inactive.size * sv.size:
                 stats["delta_rebuilds"] += 1
                 for dropped, vars_, d in parts:
