@@ -205,6 +205,123 @@ def test_refuses_what_it_cannot_solve(rng):
         SVC(formulation="l2-simplex", solver="divide").fit(X, y)
 
 
+def _mixture20(seed, n):
+    """bench_divide's 20-D overlapping two-class mixture (4 Gaussians a class): under a wide RBF kernel a partition
+    of it is no better than random, and each part's model is a fair model of the others' rows."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=0.4, size=(2, 4, 20))
+    cls = rng.integers(2, size=n)
+    return centres[cls, rng.integers(4, size=n)] + rng.normal(size=(n, 20)), cls
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_early_blend_is_chosen_on_held_out_rows_where_it_predicts_better(monkeypatch, seed):
+    """early_blend='auto' holds rows out of the parts and blends the nearest parts' values where that predicts the
+    held-out rows better: on the 20-D mixture it does (more accurate than the nearest part alone on new rows too);
+    the held-out rows are in no part (no multiplier), and 'nearest' holds out nothing."""
+    monkeypatch.setattr(divide, "BLEND_SHARE", 0.1)
+    X, y = _mixture20(seed, 16000)
+    Xt, yt, X, y = X[12000:], y[12000:], X[:12000], y[:12000]
+    opts = dict(n_parts=16, early_stop=1)
+    auto = SVC(gamma=0.05, solver="divide", solver_options=opts).fit(X, y)
+    near = SVC(gamma=0.05, solver="divide", solver_options=dict(opts, early_blend="nearest")).fit(X, y)
+    top, T = auto._early_blend
+    assert top > 1 and T > 0 and tuple(near._early_blend) == (1.0, 0.0)
+    assert auto.score(Xt, yt) > near.score(Xt, yt)
+    prob = csvc_problem(X, make_kernel("rbf", gamma=0.05), np.where(y == 1, 1.0, -1.0), 1.0)
+    sol = divide.solve(prob, **opts)
+    blend = sol.extra["divide"][-1]["blend"]
+    assert blend["held"] == 1200 and blend["parts"] == top and blend["error"] < blend["error_nearest"]
+    held = np.sort(np.random.default_rng([0, 1]).choice(12000, size=1200, replace=False))
+    assert not sol.alpha[held].any()
+    sol_near = divide.solve(prob, early_blend="nearest", **opts)
+    assert "blend" not in sol_near.extra["divide"][-1] and (sol_near.alpha > 0).sum() > (sol.alpha > 0).sum()
+
+
+def test_early_blend_decision_is_the_weighted_mean_of_the_nearest_parts_values(rng, tmp_path):
+    """A blended early model's decision value, written out here: the parts' distances from the kernel values with
+    the sample, the t nearest weighted exp(-(d - d_min) / T) (weights under 1e-6 dropped), each part's own value."""
+    X, y = _blobs(rng, n=900, k=2)
+    Xt, X, y = X[600:], X[:600], y[:600]
+    est = SVC(gamma=0.3, solver="divide", solver_options=dict(n_parts=6, early_stop=1)).fit(X, y)
+    K_s = est._get_kernel()(Xt, est._early_sample)
+    labels, k = est._early_sample_labels, est._early_centre_sq.shape[0]
+    dist = np.array(
+        [[est._early_centre_sq[c] - 2 * K_s[i, labels == c].mean() for c in range(k)] for i in range(len(Xt))]
+    )
+    gap = np.sort(dist, axis=1)
+    T = float(np.median(gap[:, 1] - gap[:, 0]))
+    est._early_blend = np.array([3.0, T])  # as a fit that chose it would set it
+    K = est._get_kernel()(Xt, est.support_vectors_)
+    manual = np.zeros(len(Xt))
+    for i in range(len(Xt)):
+        near = np.argsort(dist[i], kind="stable")[:3]
+        w = np.exp(-(dist[i, near] - dist[i, near[0]]) / T)
+        w /= w.sum()
+        w[w < 1e-6] = 0.0
+        w /= w.sum()
+        for g, wg in zip(near, w):
+            own = est._early_sv_group == g
+            manual[i] += wg * (K[i, own] @ est.dual_coef_[0, own] + est._early_rho[g])
+    np.testing.assert_allclose(est.decision_function(Xt), manual, atol=1e-10)
+    save_model(est, tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(back._early_blend, est._early_blend)
+    np.testing.assert_array_equal(back.decision_function(Xt), est.decision_function(Xt))
+    # a model file of an older maxmargin has no blend: the nearest part alone
+    del back._early_blend
+    part = divide.route(K_s, _early_dict(est))
+    np.testing.assert_allclose(
+        back.decision_function(Xt),
+        [
+            K[i, est._early_sv_group == g] @ est.dual_coef_[0, est._early_sv_group == g] + est._early_rho[g]
+            for i, g in enumerate(part)
+        ],
+        atol=1e-10,
+    )
+
+
+def test_blend_weights():
+    D = np.array([[0.3, 0.1, np.inf, 0.2], [0.0, 50.0, 60.0, 70.0]])
+    parts, w = divide.blend_weights(D, 3, 0.1)
+    np.testing.assert_array_equal(parts, [[1, 3, 0], [0, 1, 2]])
+    e = np.exp(-np.array([0.0, 1.0, 2.0]))
+    np.testing.assert_allclose(w[0], e / e.sum())
+    np.testing.assert_array_equal(w[1], [1.0, 0.0, 0.0])  # exp(-500): dropped
+    parts, w = divide.blend_weights(D, 1, 0.1)
+    np.testing.assert_array_equal(parts[:, 0], [1, 0])
+    assert divide.blend_weights(D, 3, 0.0)[1].shape == (2, 1)
+    parts, w = divide.blend_weights(np.array([[0.2, np.inf]]), 2, 0.1)  # an empty part weighs nothing
+    np.testing.assert_array_equal(w, [[1.0, 0.0]])
+
+
+def test_parts_on_threads_run_with_blas_on_one_thread(monkeypatch):
+    """The parts' threads see BLAS held to one thread, set in the calling thread before they start (OpenBLAS
+    ignored the counts the parts' threads set themselves: two parts' products then ran on all of BLAS's threads
+    beside each other's compiled loops, 2x the fit), and BLAS has its own count back after the fit."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def counts():
+        return [d["num_threads"] for d in threadpoolctl.threadpool_info() if d["user_api"] == "blas"]
+
+    if not counts():
+        pytest.skip("no BLAS library that threadpoolctl can see")
+    seen = []
+    solve_part = divide.solve_part
+
+    def watched(part, options):
+        seen.append(counts())
+        return solve_part(part, options)
+
+    monkeypatch.setattr(divide, "solve_part", watched)
+    X, y = _mixture20(0, 2000)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = counts()
+        SVC(gamma=0.05, solver="divide", solver_options=dict(n_parts=4, n_jobs=2, early_stop=1)).fit(X, y)
+        assert counts() == before
+    assert len(seen) == 4 and all(c == [1] * len(before) for c in seen)
+
+
 def test_early_single_class_parts_predict_their_class(rng):
     """Parts holding one class only (far apart clusters) have no support vectors: their
     model predicts that class (rho = -y)."""
