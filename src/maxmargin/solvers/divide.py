@@ -889,17 +889,25 @@ def group_distances(dist, cluster_group, n_groups):
     return D
 
 
-def blend_weights(D, top, T):
+def blend_weights(D, top, T, order=None):
     r"""The parts each row's value is blended from and their weights, from the distances
     ``D`` (n, parts) (:func:`group_distances`): the ``top`` nearest parts (nearest first),
     weighted :math:`\propto \exp(-(d_P - d_{\min}) / T)`; weights below
     :data:`BLEND_NEGLIGIBLE` dropped (set to 0) and the rest normalised to sum 1.
-    ``top == 1`` or ``T <= 0``: the nearest part alone.  Returns ``(parts, weights)``, both
+    ``top == 1`` or ``T <= 0``: the nearest part alone.  ``order``, where given, is ``D``'s
+    rows' parts by distance (at least ``top`` columns).  Returns ``(parts, weights)``, both
     (n, t) with ``t = min(top, parts)``."""
     top = int(min(top, D.shape[1]))
     if top <= 1 or T <= 0:
         return np.argmin(D, axis=1)[:, None].astype(np.int64), np.ones((D.shape[0], 1))
-    parts = np.argsort(D, axis=1, kind="stable")[:, :top].astype(np.int64)
+    if order is not None:
+        parts = np.asarray(order[:, :top], dtype=np.int64)
+    elif top < D.shape[1]:  # the top nearest, then sorted: not a sort of every part (64 parts: 8 ms of 10,000 rows)
+        parts = np.argpartition(D, top - 1, axis=1)[:, :top]
+        parts = np.take_along_axis(parts, np.argsort(np.take_along_axis(D, parts, axis=1), axis=1), axis=1)
+    else:
+        parts = np.argsort(D, axis=1, kind="stable")
+    parts = parts.astype(np.int64, copy=False)
     d = np.take_along_axis(D, parts, axis=1)
     with np.errstate(invalid="ignore"):
         w = np.exp(-(d - d[:, :1]) / T)
@@ -944,7 +952,7 @@ def choose_blend(problem, alpha, early, held):
             F[r, c] += kernel_times(kernel, Xh[r] if r.size < Xh.shape[0] else Xh, _rows(X, idx[sv]), coef[sv])
 
     def errors(top, T):
-        _, w = blend_weights(D, top, T)  # its parts are order's first columns (the same stable sort)
+        _, w = blend_weights(D, top, T, order)  # its parts: order's first columns
         f = np.sum(F[:, : w.shape[1]] * w, axis=1)
         return np.where(f > 0, 1.0, -1.0) != yh
 
