@@ -92,7 +92,9 @@ Options (``solver_options`` of the estimators)
     for the exact fit, one whose sample keeps about as much kernel mass across its parts
     as a random partition would (:data:`ACROSS_MAX`, ``kernel_across`` in the report):
     high-dimensional data under a wide kernel, where the parts' solutions are a poor
-    start.  Dividing pays where the kernel is local at the partition's scale.  With
+    start (dense rows of at most :data:`ACROSS_FEATURES` features are divided from
+    :data:`ACROSS_ROWS` variables on all the same: there it pays).  Dividing pays where
+    the kernel is local at the partition's scale.  With
     ``backend='dask'`` a problem below ``direct_below`` is solved here, one with a
     one-part partition as one task on a worker with its host's threads, as one with a
     partition no better than random below :data:`DASK_ACROSS_BELOW` variables (larger
@@ -151,6 +153,16 @@ ACROSS_MAX = 0.8
 #: mid64's 45 one-vs-one pairs of ~12,000 rows, each divided over the cluster, 63.6-69.2 s; each solved whole on a
 #: worker 27.3 s (SVC() here 19 s); mix20 at 100,000 rows divided 25.6-34.3 s, whole on a worker 25.6 s.
 DASK_ACROSS_BELOW = 50_000
+#: the rule of :data:`ACROSS_MAX` does not apply to dense rows of at most ACROSS_FEATURES features from ACROSS_ROWS
+#: variables on: such problems are divided whatever their partition leaves across.  Measured (session 55, after
+#: the parts' threads got BLAS held to one thread -- before, the parts' level took up to 2x as long; whole solve /
+#: divided fit, one process a fit, ``gamma='scale'`` unless said): 8 features (rings, 150,000 rows) 1.78x; 12 (a
+#: sine-and-product rule, 200,000) 1.56; 16 (a Gaussian mixture, 100,000) 1.12; 20 (tall200k) 1.33, (mix20 at gamma
+#: 0.05) 1.06 at 100,000, 1.17 at 200,000, 0.9-1.0 at 20,000-60,000; 30 and 40 (mixtures, 150,000) 1.0 and 0.97;
+#: 50 (imbal100k) 0.47, 54 (covlike) 1.45, 64 (a mixture, 200,000) 0.86, (mid64's pairs) 0.51, 100 (dense100k)
+#: 0.65; sparse clicks 0.53 at 100,000 and 0.56 at 200,000 rows
+ACROSS_FEATURES = 24
+ACROSS_ROWS = 80_000
 #: rows of the probe that tests a k-means partition's balance before every row is assigned (problems of at least
 #: ten times as many rows)
 PROBE_ROWS = 2000
@@ -620,7 +632,7 @@ def solve(
         y=ydata,
         max_share=ONE_PART_SHARE,
         # on Dask the divided path spreads over every host, a whole solve would take one: large problems divide
-        max_across=ACROSS_MAX if early_stop is None and (backend == "threads" or n_var < DASK_ACROSS_BELOW) else None,
+        max_across=ACROSS_MAX if _across_rule_applies(problem, early_stop, backend) else None,
     )
     why = None
     if part.labels is None:  # refused: one part nearly the problem, or parts no better than random
@@ -741,6 +753,16 @@ def solve(
     if levels == 1 and pick_solver(part_solver, problem.n_var) is batched:
         grad0 = whole_gradient(problem, alpha, members, results)  # the parts' gradients cover every variable
     return _whole(problem, part_solver, t0, report, {}, step, grad0=grad0, tg=tg)
+
+
+def _across_rule_applies(problem, early_stop, backend):
+    """Whether a partition no better than random (:data:`ACROSS_MAX`) is refused: exact fits only, on Dask below
+    :data:`DASK_ACROSS_BELOW` variables only, and not for dense rows of at most :data:`ACROSS_FEATURES` features
+    from :data:`ACROSS_ROWS` variables on."""
+    if early_stop is not None or (backend == "dask" and problem.n_var >= DASK_ACROSS_BELOW):
+        return False
+    low_dense = not sp.issparse(problem.X) and problem.X.shape[1] <= ACROSS_FEATURES
+    return not (low_dense and problem.n_var >= ACROSS_ROWS)
 
 
 def _whole(problem, part_solver, t0, report, flags, step, grad0=None, tg=None):
