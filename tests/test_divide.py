@@ -234,6 +234,10 @@ def test_early_blend_is_chosen_on_held_out_rows_where_it_predicts_better(monkeyp
     assert blend["held"] == 1200 and blend["parts"] == top and blend["error"] < blend["error_nearest"]
     held = np.sort(np.random.default_rng([0, 1]).choice(12000, size=1200, replace=False))
     assert not sol.alpha[held].any()
+    if seed == 0:  # sparse rows: the same parts, blend and values
+        sparse = SVC(gamma=0.05, solver="divide", solver_options=opts).fit(sp.csr_matrix(X), y)
+        np.testing.assert_allclose(sparse._early_blend, auto._early_blend, rtol=1e-9)
+        np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(Xt)), auto.decision_function(Xt), atol=1e-8)
     sol_near = divide.solve(prob, early_blend="nearest", **opts)
     assert "blend" not in sol_near.extra["divide"][-1] and (sol_near.alpha > 0).sum() > (sol.alpha > 0).sum()
 
