@@ -539,8 +539,8 @@ class LocalExecutor:
             return [fn(*it) for it in items]
         from .._threads import one_blas_thread
 
-        # BLAS held to one thread here, in the calling thread, before the parts' threads start: OpenBLAS ignores a
-        # thread count set from another thread than the one that set it last (0.3.30-0.3.31, session 55), so the
+        # BLAS held to one thread here, in the calling thread, before the parts' threads start: OpenBLAS (0.3.30 and
+        # 0.3.31, session 55) ignored thread counts set from other threads once the main thread had set one, so the
         # parts' own holds did not take, and two parts' products, each on all of BLAS's threads, ran beside each
         # other's compiled loops -- mix20 300k, 32 early parts: 8 s with BLAS on one thread, 18 s on two
         with one_blas_thread(), ThreadPoolExecutor(max_workers=min(self.n_jobs, len(items))) as pool:
