@@ -243,7 +243,7 @@ def test_few_pairs_to_divide_stay_divided_over_the_cluster(client, rng, monkeypa
     assert np.array_equal(ours.predict(X), ref.predict(X))
 
 
-def test_blockwise_predict_equals_in_memory(client, rng):
+def test_blockwise_predict_equals_in_memory(client, rng, monkeypatch):
     X, y = _blobs(rng, n=500, k=3)
     est = SVC(gamma=0.4, probability=True, random_state=0, solver="divide", solver_options=DASK).fit(X, y)
     Xd = da.from_array(X, chunks=(120, 2))
@@ -259,6 +259,19 @@ def test_blockwise_predict_equals_in_memory(client, rng):
     # equal to the last bits, not bit for bit
     np.testing.assert_allclose(early.decision_function(Xd).compute(), early.decision_function(X), rtol=0, atol=1e-12)
     assert np.array_equal(early.predict(Xd).compute(), early.predict(X))
+    # a blend chosen on held-out rows (early_blend='auto'; rows held out at this size only by lowering the floor):
+    # the same parts and blend as on threads, and blockwise values equal to in-memory ones
+    monkeypatch.setattr(divide, "BLEND_SHARE", 0.2)
+    monkeypatch.setattr(divide, "BLEND_MIN", 50)
+    opts = dict(DASK, early_stop=1)
+    on_dask = SVC(gamma=0.4, solver="divide", solver_options=opts).fit(X, y % 2)
+    local = SVC(gamma=0.4, solver="divide", solver_options=dict(opts, backend="threads")).fit(X, y % 2)
+    np.testing.assert_array_equal(on_dask._early_blend, local._early_blend)
+    np.testing.assert_allclose(on_dask.decision_function(X), local.decision_function(X), rtol=0, atol=1e-10)
+    on_dask._early_blend = np.array([3.0, 0.05])  # a blend of three parts, whichever was chosen
+    np.testing.assert_allclose(
+        on_dask.decision_function(Xd).compute(), on_dask.decision_function(X), rtol=0, atol=1e-12
+    )
 
 
 def test_dataframe_input(client, rng):
