@@ -285,6 +285,20 @@ def test_early_blend_decision_is_the_weighted_mean_of_the_nearest_parts_values(r
     )
 
 
+def test_early_fit_takes_a_part_per_early_part_rows_by_default(rng, monkeypatch):
+    """Without n_parts, the exact fit takes 8 parts and the early fit one per ``EARLY_PART_ROWS`` variables (at
+    least 8, at most ``EARLY_MAX_PARTS``); a given n_parts is kept."""
+    X, y = _blobs(rng, n=900, k=2)
+    prob = csvc_problem(X, make_kernel("rbf", gamma=0.3), np.where(y == 1, 1.0, -1.0), 1.0)
+    assert divide.solve(prob, tol=1e-3).extra["divide"][0]["parts"] == 8
+    assert divide.solve(prob, tol=1e-3, early_stop=1).extra["divide"][0]["parts"] == 8  # 900 / 16,000: at least 8
+    monkeypatch.setattr(divide, "EARLY_PART_ROWS", 75)
+    assert divide.solve(prob, tol=1e-3, early_stop=1).extra["divide"][0]["parts"] == 12
+    monkeypatch.setattr(divide, "EARLY_MAX_PARTS", 10)
+    assert divide.solve(prob, tol=1e-3, early_stop=1).extra["divide"][0]["parts"] == 10
+    assert divide.solve(prob, tol=1e-3, early_stop=1, n_parts=5).extra["divide"][0]["parts"] == 5
+
+
 def test_blend_weights():
     D = np.array([[0.3, 0.1, np.inf, 0.2], [0.0, 50.0, 60.0, 70.0]])
     parts, w = divide.blend_weights(D, 3, 0.1)
