@@ -97,12 +97,12 @@ _ONE = {"depth": 0, "limit": None, "lifted": False}
 _ONE_LOCK = threading.Lock()
 
 
-def _hold(limit, n_of):
-    """Set each library of a :class:`_BlasHeld` ``limit`` to ``n_of(its count before the hold)`` where that
-    differs from 1 (the libraries the hold changed)."""
+def _hold(limit, held):
+    """Set the libraries a :class:`_BlasHeld` ``limit`` changed to one thread (``held``) or back to their counts
+    before the hold."""
     for lib, n in limit.old:
         if n != 1:
-            lib.set_num_threads(n_of(n))
+            lib.set_num_threads(1 if held else n)
 
 
 @contextlib.contextmanager
@@ -118,7 +118,7 @@ def one_blas_thread():
             _ONE["limit"] = _one_thread_limit()
             _ONE["limit"].__enter__()
         elif _ONE["lifted"]:  # another thread's block lifted the hold while it was alone: held again
-            _hold(_ONE["limit"], lambda n: 1)
+            _hold(_ONE["limit"], True)
             _ONE["lifted"] = False
         _ONE["depth"] += 1
     try:
@@ -147,7 +147,7 @@ def blas_lifted():
         limit = _ONE["limit"]
         lift = _ONE["depth"] == 1 and isinstance(limit, _BlasHeld) and not _ONE["lifted"]
         if lift:
-            _hold(limit, lambda n: n)
+            _hold(limit, False)
             _ONE["lifted"] = True
     try:
         yield
@@ -155,7 +155,7 @@ def blas_lifted():
         if lift:
             with _ONE_LOCK:
                 if _ONE["lifted"] and _ONE["limit"] is limit:
-                    _hold(limit, lambda n: 1)
+                    _hold(limit, True)
                     _ONE["lifted"] = False
 
 

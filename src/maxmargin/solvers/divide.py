@@ -988,7 +988,7 @@ def choose_blend(problem, alpha, early, held):
         return np.where(f > 0, 1.0, -1.0) != yh
 
     near = errors(1, 0.0)
-    gaps = np.sort(D, axis=1)[:, :2] if n_groups > 1 else None
+    gaps = np.take_along_axis(D, order[:, :2], axis=1) if n_groups > 1 else None  # the two nearest, in order
     med = float(np.median(gaps[:, 1] - gaps[:, 0])) if gaps is not None else 0.0
     best, best_gain = (1, 0.0), 0.0
     if n_groups > 1 and np.isfinite(med) and med > 0:
