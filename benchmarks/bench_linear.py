@@ -99,6 +99,12 @@ SETS = (
     "categories",
     # session 44: repeated rows of 10 classes (survey answers one-hot)
     "survey",
+    # session 56: documents of very mixed length, few rows over 500,000 signed columns, 40 skewed classes of
+    # documents, unscaled binary rows of 40 ones
+    "mixedlen",
+    "fewwide",
+    "multi40",
+    "binhigh",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

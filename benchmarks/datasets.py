@@ -698,6 +698,68 @@ def bowf32(seed=52):
     return _split_at(_int32(X), y, 50_000)
 
 
+def mixedlen(seed=56):
+    """Documents of very mixed length (session 56): 50k + 10k unit TF-IDF-like rows over 100,000 words, lengths
+    log-normal (median ~25 distinct words, 1% past 1,000), two classes from a planted score plus noise: a few rows
+    hold most of the nonzeros."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 60_000, 100_000
+    lengths = np.minimum(np.exp(rng.normal(3.2, 1.2, n)).astype(np.int64) + 1, 5_000)
+    ind = (rng.zipf(1.1, lengths.sum()) - 1) % d
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    X = sp.csr_matrix((np.log1p(rng.random(ind.size) * 3), ind, ptr), shape=(n, d))
+    X.sum_duplicates()
+    X = (sp.diags(1 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())) @ X).tocsr()
+    X.sort_indices()
+    y = np.sign(np.asarray(X @ rng.normal(size=d)).ravel() + 0.3 * rng.normal(size=n))
+    return _split_at(_int32(X), y, 50_000)
+
+
+def fewwide(seed=56):
+    """Very few rows over very many signed sparse features (session 56, genotype-like): 400 + 100 rows of ~3,000
+    standard-normal values over 500,000 columns; labels from 100 planted columns plus noise."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d, k = 500, 500_000, 3_000
+    idx = np.sort(rng.choice(d, size=(n, k)), axis=1)
+    X = sp.csr_matrix((rng.normal(size=n * k), idx.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
+    X.sum_duplicates()
+    w = np.zeros(d)
+    w[rng.choice(d, 100, replace=False)] = rng.normal(size=100)
+    s = np.asarray(X @ w).ravel()
+    y = np.sign(s - np.median(s) + 0.1 * s.std() * rng.normal(size=n))
+    return _split_at(_int32(X), y, 400)
+
+
+def multi40(seed=56):
+    """40 classes of mid-length documents (session 56): 40k + 10k unit rows over 60,000 words, ~60 draws a row,
+    class sizes Zipf-skewed (the largest ~20x the smallest), labels the argmax of planted class scores plus noise."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 50_000, 60_000, 40
+    X = _bow52(rng, n, d, 60)
+    bias = 2.0 * np.log(1 + np.arange(k))[::-1] / np.log(k)
+    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + bias + 0.5 * rng.normal(size=(n, k)), axis=1)
+    return _split_at(_int32(X), y, 40_000)
+
+
+def binhigh(seed=56):
+    """Unscaled binary rows of many ones (session 56): 150k + 30k rows, 40 of 100,000 columns set to 1 (norm ~6.3,
+    not unit: the squared norms are 40, as one-hot data of many fields), two classes from planted weights."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d, k = 180_000, 100_000, 40
+    idx = np.sort((rng.zipf(1.3, size=(n, k)) - 1) % d, axis=1)
+    X = sp.csr_matrix((np.ones(n * k), idx.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    y = np.sign(np.asarray(X @ rng.normal(size=d)).ravel() + 1.0 * rng.normal(size=n))
+    return _split_at(_int32(X), y, 150_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -743,4 +805,9 @@ LOADERS.update(
     veryshort=veryshort,
     rawcounts=rawcounts,
     bowf32=bowf32,
+    # session 56
+    mixedlen=mixedlen,
+    fewwide=fewwide,
+    multi40=multi40,
+    binhigh=binhigh,
 )

@@ -121,6 +121,19 @@ CASES = (
     "rawcounts/l1",
     "bowf32/hinge",
     "reg_bowf32/svr-l2",
+    # session 56: shapes nobody tuned on
+    "mixedlen/hinge",
+    "mixedlen/l1",
+    "fewwide/hinge",
+    "fewwide/l1",
+    "multi40/hinge",
+    "multi40/cs",
+    "multi40/l1",
+    "binhigh/hinge",
+    "binhigh/l1",
+    "reg_mixedlen/svr-l1",
+    "reg_fewwide/svr-l2",
+    "reg_binhigh/svr-primal",
 )
 
 

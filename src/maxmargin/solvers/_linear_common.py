@@ -201,8 +201,13 @@ def _csr_linear_data(data, indices, indptr, n_features, bias):
 
 
 #: :func:`fold_singletons` folds the features stored in one training row only when they hold at least this
-#: fraction of the stored values (hashed features: hashed300k, 32%; the other shapes of the benchmarks: 0-3%)
-FOLD_SINGLETONS_MIN = 0.05
+#: fraction of the stored values (hashed features: hashed300k, 32%; the other shapes of the benchmarks: 0-3%).
+#: The fold is a pass that writes a copy of the rows (~3 ns a value where the renumbering misses the cache, about
+#: two epochs' worth), so a small share never earns it back (session 56, ``LinearSVC`` dual, fold / no fold):
+#: signed rows of 3,000 values over 500,000 columns, 400 rows (9% of the values one-row, 3 epochs; fewwide) 1.3-1.5x,
+#: 2,000 x 500 (13.5%, 7 epochs) 1.32-1.42x, 20,000 x 50 over 400,000 (8%, 26 epochs) 1.00; from about a quarter
+#: it gains: 20,000 x 50 over 700,000 (24%, 24 epochs) 0.8, over 2,000,000 (61%) 0.6.  0.05 until session 56.
+FOLD_SINGLETONS_MIN = 0.2
 _FOLD_LOCK = threading.Lock()
 
 
