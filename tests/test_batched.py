@@ -370,7 +370,7 @@ def test_rebuild_from_the_changes_since_each_shrink(kind, monkeypatch):
     assert np.allclose(whole.grad, Q @ whole.alpha + prob.p, atol=1e-8)
 
 
-def _svc_or_svr(kind, seed, n=600):
+def _svc_or_svr(kind, seed, n=600, epsilon=0.05):
     """A C-SVC or an SVR problem on 600 dense rows of 12 features (the dense path, BLAS chunks)."""
     rng = np.random.default_rng(seed)
     X = np.hstack([rng.normal(size=(n, 4)), 0.1 * rng.normal(size=(n, 8))])
@@ -379,7 +379,7 @@ def _svc_or_svr(kind, seed, n=600):
         y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
         return csvc_problem(X, k, y, 4.0)
     z = np.sin(2 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=n)
-    return svr_problem(X, k, z, 2.0, 0.05)
+    return svr_problem(X, k, z, 2.0, epsilon)
 
 
 @pytest.mark.parametrize("kind", ["svc", "svr"])
@@ -402,6 +402,33 @@ def test_kept_rows_save_kernel_passes_and_leave_the_minimiser(kind, monkeypatch)
     assert kept.objective == pytest.approx(ref, rel=1e-7)
     assert np.allclose(kept.grad, Q @ kept.alpha + prob.p, atol=1e-8)
     assert kkt_violation(Q, prob.p, prob.y, prob.upper, kept.alpha) < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["svc", "svr"])
+@pytest.mark.parametrize("keep", [True, False])
+def test_the_working_set_follows_the_active_columns(kind, keep, monkeypatch):
+    """FOLLOW_ACTIVE: with cache_size holding 64 rows of the whole width, q grows once shrinking leaves half the
+    columns or fewer (the rows move to a narrower store), and returns to 64 when the active set grows past the
+    store's width again (the unshrinking); the minimiser is the QP's and the same as without (SVR: two variables
+    of a data row share a column; ``keep``: rows kept beside the working set, KEEP_ROWS with KEEP_MIN_FEATURES
+    lowered)."""
+    prob = _svc_or_svr(kind, 7, n=1200, epsilon=0.3)  # (SVR: a wide tube, few enough support vectors)
+    if keep:
+        monkeypatch.setattr(batched, "KEEP_AFTER", 0.0)
+        monkeypatch.setattr(batched, "KEEP_MIN_FEATURES", 1)
+    cache = 64 * 8 * 1200 / 2**20  # q = 64 over every column (cache_size in MB)
+    sol = batched.solve(prob, tol=1e-7, cache_size=cache)
+    monkeypatch.setattr(batched, "FOLLOW_ACTIVE", False)
+    fixed = batched.solve(prob, tol=1e-7, cache_size=cache)
+    assert sol.converged and fixed.converged
+    assert sol.extra["q_changes"] >= 2 and "q_changes" not in fixed.extra  # grown, and back at the unshrinking
+    assert sol.extra["rebuilds"] >= 1
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
+    assert sol.objective == pytest.approx(ref, rel=1e-7)
+    assert sol.objective == pytest.approx(fixed.objective, rel=1e-8)
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+    assert kkt_violation(Q, prob.p, prob.y, prob.upper, sol.alpha) < 1e-6
 
 
 def test_grad0_skips_the_first_pass_and_is_checked(rng):

@@ -114,6 +114,13 @@ FULL_MIN_POSTINGS = 4.0
 #: without)
 FULL_MIN_ROWS_PER_SLOT = 3
 
+#: the working set follows the active columns: once shrinking leaves few enough columns that ``cache_size`` holds
+#: at least twice q kernel rows over them (:func:`working_set_size` of the active columns), q doubles (or more) and
+#: the kernel rows move to a store of the new width; when the active set grows again q returns to what the width
+#: allows.  Not with ``working_set_size_``, rows over every column (FULL_COLUMNS) or ``shared_rows``.
+FOLLOW_ACTIVE = True
+FOLLOW_GROWTH = 2.0
+
 #: seconds between two progress reports (callback, time limit, verbose line) of a fit
 REPORT_SECONDS = 0.2
 
@@ -761,6 +768,59 @@ def _solve(
         log_len[0] = 0
         stats["rebuild_time"] += time.perf_counter() - tr
 
+    follow = FOLLOW_ACTIVE and not working_set_size_ and not full_columns and S is None
+
+    def rows_for(width):
+        """(q, rows of KB) for ``width`` active columns, as at the start for ``n_data``."""
+        q_w = int(max(2, min(working_set_size(n_var, width, cache_size), n_var)))
+        room_w = max(0, min(width, int(cache_size * 1024 * 1024 // (8 * max(width, 1)))) - q_w)
+        return q_w, q_w + (room_w if KEEP_ROWS and dear else 0)
+
+    def follow_columns(width, kept):
+        """q and KB for ``width`` active columns (FOLLOW_ACTIVE): larger where they shrank enough (``kept``: the
+        rows of KB hold the new columns first, compacted; they move over), back to what the width allows where
+        they grew past the store's width (the rows hold old columns: none move)."""
+        nonlocal q, KB, KS, qe, n_rows, rowslot, ks_member, ws, age, held, used
+        q_w, rows_w = rows_for(width)
+        if kept and (q_w < FOLLOW_GROWTH * q or rows_w < n_rows):
+            return
+        if not kept and width <= KB.shape[1]:  # (the store holds q rows of this width: q stays)
+            return
+        old_rows = n_rows
+        if kept:  # grow: the same rows, narrower
+            KB2 = np.empty((rows_w, width))
+            KB2[:n_rows] = KB[:, :width]
+            KB = KB2
+            held = np.concatenate([held, np.full(rows_w - n_rows, -1, dtype=np.int64)])
+            used = np.concatenate([used, np.zeros(rows_w - n_rows, dtype=np.int64)])
+            rowslot = np.concatenate([rowslot, np.arange(q, q_w, dtype=np.int64)])
+            ks_member = np.concatenate([ks_member, np.full(q_w - q, -1, dtype=np.int64)])
+            ws = np.concatenate([ws, np.full(q_w - q, -1, dtype=np.int64)])
+            age = np.concatenate([age, np.zeros(q_w - q, dtype=np.int64)])
+        else:  # the active set grew: no row is valid; fewer slots where the width allows fewer
+            KB = None  # (the old store goes before the new one comes)
+            KB = np.empty((rows_w, width))
+            held = np.full(rows_w, -1, dtype=np.int64)
+            used = np.zeros(rows_w, dtype=np.int64)
+            if q_w < q:
+                for v in ws[q_w:]:
+                    if v >= 0:
+                        in_ws[v] = False
+                ws = ws[:q_w].copy()
+                ks_member = ks_member[:q_w].copy()
+                age = age[:q_w].copy()
+                if qe > q_w:
+                    qe = q_w
+                    KS = np.ascontiguousarray(KS[:qe, :qe])
+            rowslot = np.arange(q_w, dtype=np.int64)
+            if q_w > q:
+                ks_member = np.concatenate([ks_member, np.full(q_w - q, -1, dtype=np.int64)])
+                ws = np.concatenate([ws, np.full(q_w - q, -1, dtype=np.int64)])
+                age = np.concatenate([age, np.zeros(q_w - q, dtype=np.int64)])
+        q, n_rows = q_w, rows_w
+        rows_open[0] = n_rows if rows_open[0] >= old_rows else min(max(rows_open[0], qe), n_rows)
+        stats["q_changes"] = stats.get("q_changes", 0) + 1
+
     def set_active(new_act):
         """Change the active set.  When it shrinks, the kernel rows already in the
         working set are compacted onto the remaining columns (a gather, no kernel
@@ -783,6 +843,8 @@ def _solve(
             else:  # rows hold the old columns
                 row_of[held[held >= 0]] = -1
                 held[:] = -1
+            if follow:
+                follow_columns(cols.size, shrinks)
         colpos[:] = -1
         colpos[cols] = np.arange(cols.size)
         vpos = colpos[kidx[act]]
