@@ -404,6 +404,15 @@ def test_kept_rows_save_kernel_passes_and_leave_the_minimiser(kind, monkeypatch)
     assert kkt_violation(Q, prob.p, prob.y, prob.upper, kept.alpha) < 1e-6
 
 
+def _assert_qp_minimiser(prob, sol):
+    """``sol`` is the QP reference's minimiser of ``prob`` (objective, gradient, KKT conditions)."""
+    Q = prob.q_matrix()
+    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
+    assert sol.objective == pytest.approx(ref, rel=1e-7)
+    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
+    assert kkt_violation(Q, prob.p, prob.y, prob.upper, sol.alpha) < 1e-6
+
+
 @pytest.mark.parametrize("kind", ["svc", "svr"])
 @pytest.mark.parametrize("keep", [True, False])
 def test_the_working_set_follows_the_active_columns(kind, keep, monkeypatch):
@@ -423,12 +432,8 @@ def test_the_working_set_follows_the_active_columns(kind, keep, monkeypatch):
     assert sol.converged and fixed.converged
     assert sol.extra["q_changes"] >= 2 and "q_changes" not in fixed.extra  # grown, and back at the unshrinking
     assert sol.extra["rebuilds"] >= 1
-    Q = prob.q_matrix()
-    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
-    assert sol.objective == pytest.approx(ref, rel=1e-7)
+    _assert_qp_minimiser(prob, sol)
     assert sol.objective == pytest.approx(fixed.objective, rel=1e-8)
-    assert np.allclose(sol.grad, Q @ sol.alpha + prob.p, atol=1e-8)
-    assert kkt_violation(Q, prob.p, prob.y, prob.upper, sol.alpha) < 1e-6
 
 
 def test_grad0_skips_the_first_pass_and_is_checked(rng):
@@ -547,12 +552,8 @@ def test_rows_over_every_column_leave_the_minimiser(kind, monkeypatch):
     follow = batched.solve(prob, tol=1e-7, working_set_size_=24)
     assert any(c is not None for c in calls)  # shrinking restricted the columns of the other run
     assert full.converged and follow.converged and full.extra["rebuilds"] >= 1
-    Q = prob.q_matrix()
-    _, ref = qp_reference(Q, prob.p, prob.y, prob.upper)
-    assert full.objective == pytest.approx(ref, rel=1e-7)
+    _assert_qp_minimiser(prob, full)
     assert full.objective == pytest.approx(follow.objective, rel=1e-9)
-    assert np.allclose(full.grad, Q @ full.alpha + prob.p, atol=1e-8)
-    assert kkt_violation(Q, prob.p, prob.y, prob.upper, full.alpha) < 1e-6
 
 
 def _inner_smo_reference(KB, ws, y, U, QD, shift, alpha, Gl, eps, max_iter):
