@@ -1386,6 +1386,23 @@ def test_fold_leaves_data_without_one_row_features_alone():
     assert fold_singletons(linear_data(X, 1.0)) is None  # dense rows
 
 
+def test_fold_declines_where_most_features_stay():
+    """One-row features past FOLD_SINGLETONS_MIN of the values, but most features in two rows or more (each column
+    in ~2.4 rows: 9% of the values one-row, ~69% of the features left): no fold (FOLD_KEPT_MAX); with few columns
+    left (each in ~0.3 rows) it folds."""
+    from maxmargin.solvers._linear_common import FOLD_KEPT_MAX, FOLD_SINGLETONS_MIN, fold_singletons, linear_data
+
+    rng = np.random.default_rng(3)
+    for d, folds in ((25_000, False), (200_000, True)):
+        cols = np.sort(rng.choice(d, size=(200, 300)), axis=1)
+        X = sp.csr_matrix((rng.normal(size=60_000), cols.ravel(), np.arange(0, 60_001, 300)), shape=(200, d))
+        X.sum_duplicates()
+        counts = np.bincount(X.indices, minlength=d)
+        assert np.count_nonzero(counts == 1) > FOLD_SINGLETONS_MIN * X.nnz
+        assert (np.count_nonzero(counts >= 2) > FOLD_KEPT_MAX * d) != folds
+        assert (fold_singletons(linear_data(X, 1.0)) is not None) == folds
+
+
 @pytest.mark.parametrize("kind", ["squared_hinge", "squared_epsilon_insensitive"])
 def test_primal_on_the_used_features_only(kind):
     """compact_columns: TRON on the features stored in some row gives the weights it gives on all of them (the

@@ -201,13 +201,17 @@ def _csr_linear_data(data, indices, indptr, n_features, bias):
 
 
 #: :func:`fold_singletons` folds the features stored in one training row only when they hold at least this
-#: fraction of the stored values (hashed features: hashed300k, 32%; the other shapes of the benchmarks: 0-3%).
-#: The fold is a pass that writes a copy of the rows (~3 ns a value where the renumbering misses the cache, about
-#: two epochs' worth), so a small share never earns it back (session 56, ``LinearSVC`` dual, fold / no fold):
-#: signed rows of 3,000 values over 500,000 columns, 400 rows (9% of the values one-row, 3 epochs; fewwide) 1.3-1.5x,
-#: 2,000 x 500 (13.5%, 7 epochs) 1.32-1.42x, 20,000 x 50 over 400,000 (8%, 26 epochs) 1.00; from about a quarter
-#: it gains: 20,000 x 50 over 700,000 (24%, 24 epochs) 0.8, over 2,000,000 (61%) 0.6.  0.05 until session 56.
-FOLD_SINGLETONS_MIN = 0.2
+#: fraction of the stored values (hashed features: hashed300k, 32%; news20b 7.5%; the other shapes of the benchmarks:
+#: 0-4%) ...
+FOLD_SINGLETONS_MIN = 0.05
+#: ... and the features left (those of two rows or more) are at most this fraction of all: what the fold buys is
+#: mostly a smaller weight vector for the epochs' scattered reads (news20b: 1M weights -> 16%; fold / no fold 0.86-0.88
+#: of the time at tol 0.1, 0.75 at 1e-4), while its copy of the rows costs ~3 ns a value where the renumbering misses
+#: the cache, about two epochs.  Session 56, ``LinearSVC`` dual, fold / no fold, where most weights stay: fewwide (400
+#: rows of 3,000 signed values over 500,000 columns; 9% one-row values, 69% of the weights left, 3 epochs) 1.3-1.5x,
+#: 2,000 x 500 over 500,000 (13.5%, 59%, 7 epochs) 1.32-1.42, 20,000 x 50 over 400,000 (8%, 71%, 26 epochs) 1.00;
+#: where few stay it gains: 20,000 x 50 over 700,000 (24%, 42%, 24 epochs) 0.80, over 2,000,000 (61%, 9%) 0.60.
+FOLD_KEPT_MAX = 0.5
 _FOLD_LOCK = threading.Lock()
 
 
@@ -277,10 +281,11 @@ def _restricted(ld, kept):
 
 
 def fold_singletons(ld):
-    """The :class:`Folded` form of CSR data ``ld``, or None (dense data, or one-row features holding less than
-    :data:`FOLD_SINGLETONS_MIN` of the stored values).  Computed once per :class:`LinearData` (the
-    one-vs-rest problems share it).  On hashed300k (300,000 rows, 4 of 2**20 hashed features each) the
-    weights the dual solver touches shrink from 2**20 to 332,369 and a third of the stored values go."""
+    """The :class:`Folded` form of CSR data ``ld``, or None (dense data, one-row features holding less than
+    :data:`FOLD_SINGLETONS_MIN` of the stored values, or more than :data:`FOLD_KEPT_MAX` of the features left).
+    Computed once per :class:`LinearData` (the one-vs-rest problems share it).  On hashed300k (300,000 rows, 4 of
+    2**20 hashed features each) the weights the dual solver touches shrink from 2**20 to 332,369 and a third of the
+    stored values go."""
     if ld.dense:
         return None
     with _FOLD_LOCK:
@@ -299,6 +304,8 @@ def fold_singletons(ld):
         if n_single < FOLD_SINGLETONS_MIN * ld.indices.size:
             return None
         kept = np.flatnonzero(counts >= 2)
+        if kept.size > FOLD_KEPT_MAX * nf:  # most weights would stay: the copy costs more than it saves
+            return None
         renumber = np.full(nf, -1, dtype=np.int32)
         renumber[kept] = np.arange(kept.shape[0], dtype=np.int32)
         parts = _fold_entries(ld.data, ld.indices, ld.indptr, renumber, bool(ld.unit), n_single)
