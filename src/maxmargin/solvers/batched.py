@@ -570,6 +570,13 @@ def working_set_size(n_var, n_data, cache_size):
     return int(min(q, n_var))
 
 
+def store_rows(q, width, cache_size, keep):
+    """Rows of the kernel-row store: the working set's q, plus (``keep``) those cache_size holds beyond q at
+    ``width`` columns, at most ``width``."""
+    room = max(0, min(width, int(cache_size * 1024 * 1024 // (8 * max(width, 1)))) - q)
+    return q + (room if keep else 0)
+
+
 def solve(problem, **options):
     """Solve a :class:`~maxmargin.problem.DualProblem` by batched decomposition.
 
@@ -644,8 +651,7 @@ def _solve(
     # its row from there instead of a new kernel pass (a 5,000 x 2,000 dense problem computed 7,440 rows for
     # 3,595 distinct ones without them)
     dear = kr.path == "wide" or (kr.path == "dense" and kr.X.shape[1] >= KEEP_MIN_FEATURES)
-    room = max(0, min(n_data, int(cache_size * 1024 * 1024 // (8 * max(n_data, 1)))) - q)
-    n_rows = q + (room if KEEP_ROWS and dear else 0)
+    n_rows = store_rows(q, n_data, cache_size, KEEP_ROWS and dear)
     full_columns = (
         FULL_COLUMNS
         and KEEP_ROWS
@@ -773,8 +779,7 @@ def _solve(
     def rows_for(width):
         """(q, rows of KB) for ``width`` active columns, as at the start for ``n_data``."""
         q_w = int(max(2, min(working_set_size(n_var, width, cache_size), n_var)))
-        room_w = max(0, min(width, int(cache_size * 1024 * 1024 // (8 * max(width, 1)))) - q_w)
-        return q_w, q_w + (room_w if KEEP_ROWS and dear else 0)
+        return q_w, store_rows(q_w, width, cache_size, KEEP_ROWS and dear)
 
     def follow_columns(width, kept):
         """q and KB for ``width`` active columns (FOLLOW_ACTIVE): larger where they shrank enough (``kept``: the
