@@ -202,6 +202,47 @@ def test_crammer_singer_shrinking_on_many_classes(k, dense):
     assert loose.objective_[0] <= ours * 1.05
 
 
+@pytest.mark.parametrize("snap", [True, False])
+def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(snap, monkeypatch):
+    """A sample's own multiplier a rounding error (1e-13) below C_i counts its own class as movable, so its
+    violation is the gap to its own score; the sub-problem's step back to C_i is below the 1e-12 a change must
+    reach.  Crammer-Singer sets such a value on its bound (SNAP_TO_BOUND): from the optimum with one bound sample
+    moved 1e-13 off, it converges at once; without it (the loop before session 57, compiled here with the
+    constant off) that violation stays and the solver runs into max_iter."""
+    from maxmargin.solvers import crammer_singer
+    from maxmargin.solvers._linear_common import linear_data
+    from maxmargin._jit import with_constants
+
+    rng = np.random.default_rng(57)
+    n, d, k = 300, 6, 4
+    X = sp.random(n, d, density=0.5, format="csr", random_state=57)
+    y = np.asarray(X @ rng.normal(size=(d, k)) + 0.5 * rng.normal(size=(n, k))).argmax(axis=1)
+    ld = linear_data(X, 1.0)
+    C = np.full(n, 0.5)
+    best = crammer_singer.solve(ld, y, k, C, tol=1e-10, max_iter=100000, seed=0)
+    alpha = best.dual.copy()
+    rows = np.arange(n)
+    W = np.asarray(best.w)
+    S = np.asarray(sp.hstack([X, np.ones((n, 1))]).tocsr() @ W.T) + 1.0
+    S[rows, y] -= 1.0
+    gap = S.max(axis=1) - S[rows, y]
+    at_bound = np.flatnonzero((alpha[rows, y] == C) & (gap > 0.3))
+    assert at_bound.size  # bound samples whose own score trails another class's by more than tol
+    i = at_bound[0]
+    other = np.flatnonzero((np.arange(k) != y[i]) & (alpha[i] < 0))[0]
+    alpha[i, other] += 1e-13  # the others' sum, and so the own multiplier, 1e-13 off C
+    if not snap:
+        plain = with_constants(crammer_singer._epochs.py_func, "_nosnap", {"CLASS_MAJOR": False, "SNAP_TO_BOUND": False})
+        monkeypatch.setattr(crammer_singer, "_epochs", plain)
+    fit = crammer_singer.solve(ld, y, k, C, tol=0.1, max_iter=50, seed=0, alpha0=alpha)
+    if snap:
+        assert fit.status == "converged" and fit.n_iter <= 3, (fit.status, fit.n_iter)
+        assert fit.dual[i, y[i]] == C[i]
+        assert abs(fit.objective - best.objective) <= 1e-6 * abs(best.objective)
+    else:
+        assert fit.status == "max_iter" and fit.violation > 0.3
+
+
 @pytest.mark.parametrize("plan", [None, (4, 2, 4), (2, 3, 2)], ids=["plain", "staged", "staged-weights"])
 @pytest.mark.parametrize("unit", [False, True], ids=["values", "zero-one"])
 @pytest.mark.parametrize("squared", [False, True], ids=["l1", "l2"])
