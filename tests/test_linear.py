@@ -209,9 +209,9 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
     reach.  Crammer-Singer sets such a value on its bound (SNAP_TO_BOUND): from the optimum with one bound sample
     moved 1e-13 off, it converges at once; without it (the loop before session 57, compiled here with the
     constant off) that violation stays and the solver runs into max_iter."""
+    from maxmargin._jit import with_constants
     from maxmargin.solvers import crammer_singer
     from maxmargin.solvers._linear_common import linear_data
-    from maxmargin._jit import with_constants
 
     rng = np.random.default_rng(57)
     n, d, k = 300, 6, 4
@@ -232,7 +232,8 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
     other = np.flatnonzero((np.arange(k) != y[i]) & (alpha[i] < 0))[0]
     alpha[i, other] += 1e-13  # the others' sum, and so the own multiplier, 1e-13 off C
     if not snap:
-        plain = with_constants(crammer_singer._epochs.py_func, "_nosnap", {"CLASS_MAJOR": False, "SNAP_TO_BOUND": False})
+        off = {"CLASS_MAJOR": False, "SNAP_TO_BOUND": False}
+        plain = with_constants(crammer_singer._epochs.py_func, "_nosnap", off)
         monkeypatch.setattr(crammer_singer, "_epochs", plain)
     fit = crammer_singer.solve(ld, y, k, C, tol=0.1, max_iter=50, seed=0, alpha0=alpha)
     if snap:
