@@ -105,6 +105,14 @@ SETS = (
     "fewwide",
     "multi40",
     "binhigh",
+    # session 57: hashed bigrams (unsorted rows over 2**21), repeated rows, 15 Zipf-sized classes, 30%-dense CSR
+    # rows, 1-4 binary features in 8 classes, unscaled nearly low-rank dense rows
+    "bigrams",
+    "dupes",
+    "imb15",
+    "densecsr",
+    "tags8",
+    "lowrank",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

@@ -760,6 +760,107 @@ def binhigh(seed=56):
     return _split_at(_int32(X), y, 150_000)
 
 
+def _unit_rows(X):
+    """CSR rows scaled to unit length (empty rows left empty)."""
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(X, dtype=np.float64)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    return sp.csr_matrix(sp.diags(1.0 / norms) @ X)
+
+
+def bigrams(seed=5701):
+    """Unigrams plus hashed bigrams of Zipf documents (session 57): 20k + 5k unit rows of ~250 of 2**21 features,
+    rows' column indices *unsorted* (as a product with a diagonal leaves them), two classes from topic words."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m, vocab, D = 25_000, 50_000, 1 << 21
+    y = rng.integers(0, 2, m)
+    topic = np.array([rng.choice(vocab // 2, 300, replace=False) for _ in range(2)])
+    lengths = rng.poisson(150, m) + 5
+    cdf = np.cumsum(1.0 / np.arange(1, vocab + 1) ** 1.1)
+    cdf /= cdf[-1]
+    rows = np.repeat(np.arange(m), lengths)
+    w = np.minimum(np.searchsorted(cdf, rng.random(rows.size)), vocab - 1)
+    own = rng.random(rows.size) < 0.05
+    w[own] = topic[y[rows[own]], np.minimum(rng.zipf(1.3, int(own.sum())) - 1, 299)]
+    same = rows[1:] == rows[:-1]
+    pairs = ((w[:-1].astype(np.int64) * 1_000_003 + w[1:]) % (D - vocab) + vocab)[same]
+    X = sp.csr_matrix((np.ones(rows.size + pairs.size), (np.r_[rows, rows[:-1][same]], np.r_[w, pairs])), (m, D))
+    X.sum_duplicates()
+    X.data = 1.0 + np.log(X.data)
+    return _split_at(_int32(_unit_rows(X)), np.where(y == 1, 1, -1), 20_000)
+
+
+def dupes(seed=5702):
+    """Rows that repeat (session 57): 150k + 30k rows drawn from 8,000 distinct unit rows (30 of 5,000 features),
+    each copy's label flipped with probability 0.1."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    U = _unit_rows(sp.random(8_000, 5_000, density=0.006, random_state=seed, data_rvs=rng.random))
+    s = U @ rng.normal(size=5_000)
+    pick = rng.integers(0, 8_000, 180_000)
+    y = np.where(s > np.median(s), 1, -1)[pick] * np.where(rng.random(180_000) < 0.1, -1, 1)
+    return _split_at(_int32(U[pick]), y, 150_000)
+
+
+def imb15(seed=5703):
+    """15 classes of Zipf sizes (session 57; the largest ~35%, the smallest ~1.5%): 40k + 10k TF-IDF rows of ~60
+    words over 20,000."""
+    rng = np.random.default_rng(seed)
+    m, k = 50_000, 15
+    p = 1.0 / np.arange(1, k + 1) ** 1.2
+    y = rng.choice(k, m, p=p / p.sum())
+    topic = [rng.choice(10_000, 200, replace=False) for _ in range(k)]
+    X = _zipf_words(rng, rng.poisson(60, m) + 3, 20_000, [topic[c] for c in y], 0.08)
+    Xtr, idf = _tfidf(X[:40_000])
+    Xte, _ = _tfidf(X[40_000:], idf)
+    return _int32(Xtr), y[:40_000], _int32(Xte), y[40_000:], dict(C=1.0, gamma="scale")
+
+
+def densecsr(seed=5704):
+    """Rows 30% dense stored as CSR (session 57): 30k + 10k rows x 500 Gaussian values, two classes from a planted
+    direction plus noise."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(40_000, 500, density=0.3, random_state=seed, format="csr", data_rvs=rng.standard_normal)
+    y = np.where(X @ rng.normal(size=500) + 3.0 * rng.normal(size=40_000) > 0, 1, -1)
+    return _split_at(_int32(X), y, 30_000)
+
+
+def tags8(seed=5705):
+    """8 classes on rows of 1-4 binary features (session 57; tags or query terms): 300k + 50k rows over 30,000
+    columns of Zipf use, the last column collecting the Zipf tail (in ~45% of the rows), labels the argmax of planted
+    class scores plus noise.  Crammer-Singer ran into max_iter here until session 57 (a multiplier a rounding error
+    below its bound)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m, d, k = 350_000, 30_000, 8
+    lengths = rng.integers(1, 5, m)
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.minimum(rng.zipf(1.15, rows.size) - 1, d - 1)
+    X = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(m, d))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    y = np.argmax(X @ rng.normal(size=(d, k)) + 1.5 * rng.normal(size=(m, k)), axis=1)
+    return _split_at(_int32(X), y, 300_000)
+
+
+def lowrank(seed=5706):
+    """Dense, unscaled and nearly low-rank (session 57): 50k + 10k rows x 200 columns, 100 x (5 factors + 1% noise),
+    labels from two of the factors plus noise.  The hinge loss's dual epochs take ~1,500 epochs here."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(60_000, 5))
+    X = 100.0 * (Z @ rng.normal(size=(5, 200)) + 0.01 * rng.normal(size=(60_000, 200)))
+    y = np.where(Z[:, 0] + 0.5 * Z[:, 1] + 0.3 * rng.normal(size=60_000) > 0, 1, -1)
+    return _split_at(X, y, 50_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -810,4 +911,11 @@ LOADERS.update(
     fewwide=fewwide,
     multi40=multi40,
     binhigh=binhigh,
+    # session 57
+    bigrams=bigrams,
+    dupes=dupes,
+    imb15=imb15,
+    densecsr=densecsr,
+    tags8=tags8,
+    lowrank=lowrank,
 )
