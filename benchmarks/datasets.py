@@ -760,16 +760,6 @@ def binhigh(seed=56):
     return _split_at(_int32(X), y, 150_000)
 
 
-def _unit_rows(X):
-    """CSR rows scaled to unit length (empty rows left empty)."""
-    import scipy.sparse as sp
-
-    X = sp.csr_matrix(X, dtype=np.float64)
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    return sp.csr_matrix(sp.diags(1.0 / norms) @ X)
-
-
 def bigrams(seed=5701):
     """Unigrams plus hashed bigrams of Zipf documents (session 57): 20k + 5k unit rows of ~250 of 2**21 features,
     rows' column indices *unsorted* (as a product with a diagonal leaves them), two classes from topic words."""
@@ -791,16 +781,20 @@ def bigrams(seed=5701):
     X = sp.csr_matrix((np.ones(rows.size + pairs.size), (np.r_[rows, rows[:-1][same]], np.r_[w, pairs])), (m, D))
     X.sum_duplicates()
     X.data = 1.0 + np.log(X.data)
-    return _split_at(_int32(_unit_rows(X)), np.where(y == 1, 1, -1), 20_000)
+    # unit rows by a product with a diagonal, which leaves each row's column indices unsorted (on purpose: the
+    # shape's point; scikit-learn's normalize would keep them sorted)
+    X = sp.csr_matrix(sp.diags(1.0 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())) @ X)
+    return _split_at(_int32(X), np.where(y == 1, 1, -1), 20_000)
 
 
 def dupes(seed=5702):
     """Rows that repeat (session 57): 150k + 30k rows drawn from 8,000 distinct unit rows (30 of 5,000 features),
     each copy's label flipped with probability 0.1."""
     import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
 
     rng = np.random.default_rng(seed)
-    U = _unit_rows(sp.random(8_000, 5_000, density=0.006, random_state=seed, data_rvs=rng.random))
+    U = normalize(sp.random(8_000, 5_000, density=0.006, random_state=seed, data_rvs=rng.random, format="csr"))
     s = U @ rng.normal(size=5_000)
     pick = rng.integers(0, 8_000, 180_000)
     y = np.where(s > np.median(s), 1, -1)[pick] * np.where(rng.random(180_000) < 0.1, -1, 1)
