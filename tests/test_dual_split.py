@@ -276,6 +276,71 @@ def test_linear_svc_on_unsorted_rows_through_the_split_meets_the_sorted_fit(spli
     np.testing.assert_allclose(split.coef_, plain.coef_, atol=1e-5 * np.abs(plain.coef_).max())
 
 
+def _wide_tail_rows(n=300, seed=6):
+    """Rows of 60 values: 40 from a 1,000-column vocabulary, 20 from 400,000 others (mostly in one row only:
+    :func:`~maxmargin.solvers._linear_common.fold_singletons` folds them), labels from planted weights."""
+    rng = np.random.default_rng(seed)
+    d = 401_000
+    rows = np.repeat(np.arange(n), 60)
+    cols = np.where(np.arange(rows.size) % 3 == 2, rng.integers(1_000, d, rows.size), rng.integers(0, 1_000, rows.size))
+    X = sp.csr_matrix((rng.random(rows.size) + 0.1, (rows, cols)), shape=(n, d))
+    X.sum_duplicates()
+    s = X[:, :1_000] @ rng.normal(size=1_000)
+    return X, np.where(s > np.median(s), 1.0, -1.0)
+
+
+@pytest.mark.parametrize("threads", [1 << 62, 0], ids=["one_thread", "two_threads"])
+def test_the_fold_writes_unsorted_rows_partitioned_at_the_split_column(monkeypatch, threads):
+    """fold_singletons records the split column (the quantile of the kept columns' counts) and writes each row's
+    values below it first, each part in the row's order: the split epochs take them without a copy of their own."""
+    X, _ = _wide_tail_rows()
+    Xu = _shuffled_rows(X, seed=7)
+    monkeypatch.setattr(lc, "cores", lambda: 2)
+    monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", threads)
+    fu = lc.fold_singletons(lc.linear_data(Xu, 1.0))
+    fs = lc.fold_singletons(lc.linear_data(X, 1.0))
+    assert fu is not None and fu.ld.split_at == fs.ld.split_at
+    m = fu.ld.split_at
+    counts = np.bincount(fs.ld.indices, minlength=fs.ld.n_features)
+    assert m % 8 == 0 and 0 < m < fs.ld.n_features
+    assert np.sum(counts[:m]) < dual_split.SPLIT_QUANTILE * counts.sum() <= np.sum(counts[: m + 8])
+    assert dual_split.split_column(fu.ld) == m
+    np.testing.assert_array_equal(fu.ld.indptr, fs.ld.indptr)
+    np.testing.assert_allclose(fu.mass, fs.mass, rtol=1e-14)
+    crossed = 0
+    for i in range(X.shape[0]):
+        lo, hi = fu.ld.indptr[i], fu.ld.indptr[i + 1]
+        got, want = fu.ld.indices[lo:hi], fs.ld.indices[lo:hi]
+        mid = lo + np.sum(got < m)
+        assert np.all(got[: mid - lo] < m) and np.all(got[mid - lo :] >= m)
+        # each part keeps the order the row had (the shuffled row's order, renumbered)
+        a, b = Xu.indptr[i], Xu.indptr[i + 1]
+        renumber = np.full(X.shape[1], -1)
+        renumber[fu.kept] = np.arange(fu.kept.size)
+        own = renumber[Xu.indices[a:b]]
+        own_vals = Xu.data[a:b][own >= 0]
+        own = own[own >= 0]
+        np.testing.assert_array_equal(got, np.concatenate([own[own < m], own[own >= m]]))
+        np.testing.assert_array_equal(fu.ld.data[lo:hi], np.concatenate([own_vals[own < m], own_vals[own >= m]]))
+        np.testing.assert_array_equal(np.sort(got), want)
+        crossed += bool(np.any(np.diff((own >= m).astype(int)) < 0))  # a value above m before one below
+    assert crossed > 0  # rows out of order were there to partition
+
+
+def test_linear_svc_on_unsorted_folded_rows_splits_them_without_a_copy(split_everything, monkeypatch):
+    X, y = _wide_tail_rows(seed=8)
+    Xu = _shuffled_rows(X, seed=9)
+    calls = []
+    real = dual_split._partitioned
+    monkeypatch.setattr(dual_split, "_partitioned", lambda *a: calls.append(1) or real(*a))
+    split = LinearSVC(tol=1e-8, max_iter=5000, random_state=0).fit(Xu, y)
+    assert split.n_iter_ > 1 and not calls
+    monkeypatch.setattr(dual_cd, "worth_splitting", lambda ld, n: False)
+    plain = LinearSVC(tol=1e-8, max_iter=5000, random_state=0).fit(X, y)
+    assert abs(split.objective_[0] - plain.objective_[0]) <= 1e-8 * plain.objective_[0]
+    np.testing.assert_allclose(split.coef_, plain.coef_, atol=1e-5 * np.abs(plain.coef_).max())
+
+
 def test_linear_svc_on_wide_dense_rows_through_the_split_meets_the_plain_solver(split_everything, monkeypatch):
     X, y = wide_dense(n=150, d=800)
     split = LinearSVC(tol=1e-8, max_iter=5000, dual=True, random_state=0).fit(X, y)

@@ -165,9 +165,24 @@ def split_column(ld):
     if ld.dense:
         m = ld.n_features // 2 // 8 * 8
         return m if 0 < m < ld.n_features else None
+    if ld.split_at > 0:  # rows written partitioned there (fold_singletons, from the columns' counts)
+        return ld.split_at
     step = max(1, ld.indices.size // SPLIT_SAMPLE)
     m = int(np.quantile(ld.indices[::step], SPLIT_QUANTILE)) // 8 * 8
     return m if 0 < m < ld.n_features else None
+
+
+def split_from_counts(counts):
+    """:func:`split_column` from each column's count of stored values (exact where that samples the values), or 0
+    where a half would be empty."""
+    nf = counts.shape[0]
+    if nf < 16:
+        return 0
+    cum = np.cumsum(counts, dtype=np.int64)
+    if cum[-1] == 0:
+        return 0
+    m = int(np.searchsorted(cum, SPLIT_QUANTILE * cum[-1])) // 8 * 8
+    return m if 0 < m < nf else 0
 
 
 @njit(cache=True, nogil=True)
@@ -597,7 +612,7 @@ class SplitEpochs:
             starts, mid, ends = 0, m, nf
         else:
             self.data, self.indices = ld.data, ld.indices
-            if not _rows_sorted(ld.indices, ld.indptr):  # (LinearSVC takes CSR rows in any order)
+            if ld.split_at != m and not _rows_sorted(ld.indices, ld.indptr):  # (LinearSVC takes any order)
                 self.data, self.indices = _partitioned(ld.data, ld.indices, ld.indptr, m)
             starts, mid, ends = ld.indptr[:-1], split_points(self.indices, ld.indptr, m), ld.indptr[1:]
         self.R = [
