@@ -113,6 +113,13 @@ SETS = (
     "densecsr",
     "tags8",
     "lowrank",
+    # session 58: a thousand classes of short documents, signed rows whose norms spread over four orders of
+    # magnitude, tall dense float32 rows, one-hot click rows beside unscaled counts, 300 classes on dense rows
+    "classes1k",
+    "normspread",
+    "tallf32",
+    "ctrmix",
+    "manydense",
 )
 C_OF = {"mnist": 0.01}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

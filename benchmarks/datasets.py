@@ -855,6 +855,93 @@ def lowrank(seed=5706):
     return _split_at(X, y, 50_000)
 
 
+def classes1k(seed=5801):
+    """A thousand classes of short documents (session 58; product categories, intents): 30k + 6k unit TF-IDF rows
+    of ~40 words over 20,000, each class 30 topic words of its own drawn 40% of the time; ~30 training rows a
+    class.  One-vs-rest makes a thousand binary problems of all 30k rows."""
+    return _wide_text(30_000, 6_000, 20_000, 37, 30, 0.4, seed, n_classes=1_000)
+
+
+def normspread(seed=5802):
+    """Sparse signed rows whose norms spread over four orders of magnitude (session 58; sensor or difference
+    features nobody scaled): 80k + 20k rows of 20-60 of 50,000 columns (Zipf use), N(0, 1) values times a
+    log-normal row scale (sigma 1.5); labels from planted weights on the rows' directions plus noise."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m, d = 100_000, 50_000
+    lengths = rng.integers(20, 61, m)
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.minimum(rng.zipf(1.2, rows.size) - 1, d - 1)
+    X = sp.csr_matrix((rng.normal(size=rows.size), (rows, cols)), shape=(m, d))
+    X.sum_duplicates()
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel()) + 1e-12
+    s = (X @ rng.normal(size=d)) / norms
+    y = np.where(s + 0.5 * rng.normal(size=m) > 0, 1, -1)
+    X = sp.diags(rng.lognormal(0.0, 1.5, m)) @ X
+    X = X.tocsr()
+    X.sort_indices()
+    return _split_at(_int32(X), y, 80_000)
+
+
+def tallf32(seed=5803):
+    """Tall dense float32 rows (session 58; features exported by a float32 pipeline): 400k + 50k rows x 24,
+    two overlapping classes along a planted direction, some columns correlated; LinearSVC keeps float32."""
+    rng = np.random.default_rng(seed)
+    m, d = 450_000, 24
+    Z = rng.normal(size=(m, d))
+    Z[:, 12:] += 0.8 * Z[:, :12]
+    y = np.where(Z @ rng.normal(size=d) + 1.5 * rng.normal(size=m) > 0, 1, -1)
+    return _split_at(Z.astype(np.float32), y, 400_000)
+
+
+def ctrmix(seed=5804):
+    """Click-log rows that mix scales (session 58): 250k + 50k rows, one level of each of 24 categorical fields
+    (one-hot, cardinalities from 5 to 40,000, Zipf-used levels) beside 4 unscaled count columns (log-normal, up to
+    ~10^4: impressions, dwell times), the top 3% of a planted score plus logistic noise positive."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m, fields = 300_000, 24
+    cards = np.unique(np.geomspace(5, 40_000, fields).astype(int))
+    offsets = 4 + np.r_[0, np.cumsum(cards)[:-1]]
+    d = int(4 + cards.sum())
+    levels = np.stack([np.minimum(rng.zipf(1.3, m) - 1, c - 1) for c in cards], axis=1)
+    counts = np.round(rng.lognormal(2.0, 1.8, size=(m, 4)))
+    rows = np.repeat(np.arange(m), 4 + cards.size)
+    cols = np.concatenate([np.tile(np.arange(4), (m, 1)), levels + offsets], axis=1).ravel()
+    vals = np.concatenate([counts, np.ones((m, cards.size))], axis=1).ravel()
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(m, d))
+    X.eliminate_zeros()
+    score = X[:, 4:] @ rng.normal(0, 0.8, size=d - 4) + 0.3 * np.log1p(counts) @ rng.normal(size=4)
+    score += rng.logistic(size=m)
+    y = np.where(score > np.quantile(score, 0.97), 1, -1)
+    return _split_at(_int32(X), y, 250_000)
+
+
+def regout(seed=5805):
+    """Regression with gross outliers (session 58): 100k + 20k dense rows x 40, target from planted weights plus
+    noise of 0.5, and 2% of the training targets shifted by +-50 (the test targets clean)."""
+    rng = np.random.default_rng(seed)
+    m, n, d = 120_000, 100_000, 40
+    X = rng.normal(size=(m, d))
+    y = X @ rng.normal(size=d) + 0.5 * rng.normal(size=m)
+    bad = np.flatnonzero(rng.random(n) < 0.02)
+    y[bad] += rng.choice([-50.0, 50.0], bad.size)
+    return X[:n], y[:n], X[n:], y[n:], dict(C=1.0)
+
+
+def manydense(seed=5806):
+    """Many classes on tall dense rows (session 58; 300 fine-grained labels over 64-D embeddings): 90k + 15k rows
+    around 300 class centres of Zipf-sized classes, unit-variance spread."""
+    rng = np.random.default_rng(seed)
+    m, d, k = 105_000, 64, 300
+    sizes = 1.0 / np.arange(1, k + 1) ** 0.8
+    y = rng.choice(k, size=m, p=sizes / sizes.sum())
+    X = 1.2 * rng.normal(size=(k, d))[y] + rng.normal(size=(m, d))
+    return _split_at(X, y, 90_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -912,4 +999,10 @@ LOADERS.update(
     densecsr=densecsr,
     tags8=tags8,
     lowrank=lowrank,
+    classes1k=classes1k,
+    normspread=normspread,
+    tallf32=tallf32,
+    ctrmix=ctrmix,
+    regout=regout,
+    manydense=manydense,
 )

@@ -143,6 +143,21 @@ CASES = (
     "reg_mixedlen/svr-l1",
     "reg_fewwide/svr-l2",
     "reg_binhigh/svr-primal",
+    # session 58: shapes nobody tuned on
+    "classes1k/hinge",
+    "classes1k/cs",
+    "classes1k/l1",
+    "normspread/hinge",
+    "normspread/l1",
+    "tallf32/hinge",
+    "ctrmix/hinge",
+    "ctrmix/l1",
+    "manydense/hinge",
+    "manydense/cs",
+    "regout/svr-l1",
+    "regout/svr-l2",
+    "regout/svr-primal",
+    "reg_normspread/svr-l1",
 )
 
 
