@@ -161,7 +161,9 @@ SPLIT_SAMPLE = 1 << 14
 def split_column(ld):
     """The first column of the second half: the :data:`SPLIT_QUANTILE` of the columns of the stored values (on a
     sample of :data:`SPLIT_SAMPLE`), rounded to a multiple of 8 (the halves' weights on cache lines of their own);
-    half of the columns for dense rows (each costs the same); None when that leaves a half empty."""
+    half of the columns for dense rows (each costs the same); None when that leaves a half empty.  Rows that
+    :func:`~maxmargin.solvers._linear_common.fold_singletons` wrote partitioned give the column they were written at
+    (``ld.split_at``: the same quantile from the columns' counts)."""
     if ld.dense:
         m = ld.n_features // 2 // 8 * 8
         return m if 0 < m < ld.n_features else None
