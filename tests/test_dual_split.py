@@ -333,8 +333,14 @@ def test_linear_svc_on_unsorted_folded_rows_splits_them_without_a_copy(split_eve
     calls = []
     real = dual_split._partitioned
     monkeypatch.setattr(dual_split, "_partitioned", lambda *a: calls.append(1) or real(*a))
+    made = []
+    real_epochs = dual_cd.SplitEpochs
+    monkeypatch.setattr(
+        dual_cd, "SplitEpochs", lambda ld, *a, **k: made.append(ld.split_at) or real_epochs(ld, *a, **k)
+    )
     split = LinearSVC(tol=1e-8, max_iter=5000, random_state=0).fit(Xu, y)
     assert split.n_iter_ > 1 and not calls
+    assert made and made[0] > 0  # the split epochs ran, on the fold's rows (partitioned at their recorded column)
     monkeypatch.setattr(dual_cd, "worth_splitting", lambda ld, n: False)
     plain = LinearSVC(tol=1e-8, max_iter=5000, random_state=0).fit(X, y)
     assert abs(split.objective_[0] - plain.objective_[0]) <= 1e-8 * plain.objective_[0]
