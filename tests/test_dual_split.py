@@ -250,7 +250,8 @@ def test_partitioned_rows_split_as_the_sorted_ones():
     Xu = _shuffled_rows(X)
     assert not dual_split._rows_sorted(Xu.indices, Xu.indptr) and dual_split._rows_sorted(X.indices, X.indptr)
     for m in (0, 37, 256, 500):
-        data, indices = dual_split._partitioned(Xu.data, Xu.indices, Xu.indptr, m)
+        data, indices = np.empty_like(Xu.data), np.empty_like(Xu.indices)
+        dual_split._partitioned(Xu.data, Xu.indices, Xu.indptr, m, data, indices)
         mid = dual_split.split_points(indices, Xu.indptr.astype(np.int64), m)
         np.testing.assert_array_equal(mid, dual_split.split_points(X.indices, X.indptr.astype(np.int64), m))
         for i in range(60):

@@ -16,6 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from . import _scratch
+
 #: the float dtypes the compiled finite check takes (float16 and long doubles go to scikit-learn)
 _FLOATS = (np.float32, np.float64)
 
@@ -68,7 +70,7 @@ def _rows_distinct(indices, indptr, n_features):
     last row that stored it (int32 stamps below 2**31 rows: 9 against 17 ms with int64 on news20b's 2.9M values
     over 1M columns)."""
     n = indptr.shape[0] - 1
-    last = np.full(n_features, -1, dtype=np.int32 if n < 2**31 - 1 else np.int64)
+    last = _scratch.full(n_features, -1, np.int32 if n < 2**31 - 1 else np.int64)  # (kept for the next fit)
     return bool(_no_repeats(indices, indptr, last))
 
 

@@ -40,6 +40,7 @@ import numba
 import numpy as np
 from numba import njit, prange, uint64
 
+from .. import _scratch
 from .._jit import parallel, with_constants
 from ._linear_common import (
     CD_CSR_MAX_FEATURES,
@@ -352,8 +353,8 @@ class CompactRows:
         hi = R[REC_WIDTH * self.rows + REC_HI].astype(np.int64)
         nnz = int(np.sum(hi - lo))
         self.R = _aligned_records(active)
-        self.data = np.empty(nnz, dtype=ld.data.dtype)
-        self.indices = np.empty(nnz, dtype=indices.dtype)
+        self.data = _scratch.empty(nnz, ld.data.dtype)  # (kept blocks: the copy ends with the fit)
+        self.indices = _scratch.empty(nnz, indices.dtype)
         _compact_copy(R, ld.data, indices, self.rows, self.R, self.data, self.indices)
         self.index = np.arange(active, dtype=np.int64)
         indptr = np.zeros(active + 1, dtype=np.int64)
