@@ -19,10 +19,9 @@ def _address(a):
 
 
 @pytest.fixture(autouse=True)
-def _empty_pool():
-    _scratch.release()
-    yield
-    _scratch.release()
+def _own_pool(monkeypatch):
+    # each test its own list of blocks (blocks another test module's objects still use do not count here)
+    monkeypatch.setattr(_scratch, "_blocks", [])
 
 
 def test_a_block_is_reused_only_once_nothing_made_from_it_lives():
