@@ -201,6 +201,12 @@ def test_canonical_csr_sums_duplicates_into_a_copy():
     assert _rows_distinct(Xu.indices, Xu.indptr, Xu.shape[1])
     assert not _rows_distinct(Xdup.indices, Xdup.indptr, Xdup.shape[1])
     assert not _rows_distinct(Xu.indices, Xu.indptr, Xu.shape[1] - 1)  # a column out of range
+    negative = Xu.indices.copy()
+    negative[-1] = -1  # (read unsigned: out of range too)
+    assert not _rows_distinct(negative, Xu.indptr, Xu.shape[1])
+    last_row_twice = Xu.indices.copy()
+    last_row_twice[-1] = last_row_twice[-2]  # a repeat in the last row, found at the row's end
+    assert not _rows_distinct(last_row_twice, Xu.indptr, Xu.shape[1])
     for stamps in (np.int32, np.int64):  # (int64 stamps from 2**31 rows)
         assert _no_repeats(Xu.indices, Xu.indptr, np.full(Xu.shape[1], -1, dtype=stamps))
         assert not _no_repeats(Xdup.indices, Xdup.indptr, np.full(Xu.shape[1], -1, dtype=stamps))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, uint64
 
 from . import _scratch
 
@@ -76,13 +76,19 @@ def _rows_distinct(indices, indptr, n_features):
 
 @njit(cache=True, nogil=True)
 def _no_repeats(indices, indptr, last):
-    nf = last.shape[0]
+    # a repeat is counted, not branched on, and the row judged at its end (a negative index, read unsigned, is out
+    # of range too): bigrams' 5M values over 2M columns 14 against 16-20 ms with a test on every value
+    nf = uint64(last.shape[0])
     for i in range(indptr.shape[0] - 1):
-        for p in range(indptr[i], indptr[i + 1]):
-            c = indices[p]
-            if c < 0 or c >= nf or last[c] == i:
+        repeats = 0
+        for p in range(uint64(indptr[i]), uint64(indptr[i + 1])):
+            c = uint64(indices[p])
+            if c >= nf:
                 return False
+            repeats += last[c] == i
             last[c] = i
+        if repeats:
+            return False
     return True
 
 
