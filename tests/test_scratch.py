@@ -131,3 +131,10 @@ def test_the_fold_takes_kept_blocks_and_gives_them_back_when_the_fit_ends(monkey
     np.testing.assert_array_equal(first.coef_, plain.coef_)
     np.testing.assert_array_equal(second.coef_, plain.coef_)
     assert first.intercept_ == plain.intercept_
+
+
+def test_release_scratch_is_public():
+    a = _scratch.empty(N, np.float64)
+    del a
+    assert maxmargin.release_scratch() == N * 8 and _scratch.kept_bytes() == 0
+    assert "release_scratch" in maxmargin.__all__

@@ -44,3 +44,6 @@ __all__ += [
     "load_liblinear_model",
     "save_liblinear_model",
 ]
+from ._scratch import release as release_scratch
+
+__all__ += ["release_scratch"]

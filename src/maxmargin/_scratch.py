@@ -100,7 +100,8 @@ def full(n, value, dtype):
 
 
 def release():
-    """Free every idle kept block now; returns the bytes freed."""
+    """Free every idle kept block now; returns the bytes freed.  Public as ``maxmargin.release_scratch()``: the
+    large temporaries of a fit are otherwise kept for :data:`KEEP_SECONDS` for the next fit."""
     with _lock:
         freed = sum(e[0].shape[0] for e in _blocks if _idle(e))
         _blocks[:] = [e for e in _blocks if not _idle(e)]
