@@ -991,31 +991,16 @@ def row_axpy(i, a, w, Xd, data, indices, indptr, dense, nf, bias):
         w[nf] += a * bias
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _sparse_sqsum(data, lo, hi):
-    """:math:`\\sum_{k=lo}^{hi-1} data_k^2` with four partial sums (as :func:`sparse_dot`): one running sum waits
-    on each addition's latency (fewwide's 1.2M values: 1.0 ms; bigrams' 5M: 3.6 ms)."""
-    k = uint64(lo)
-    end = uint64(hi)
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    while k + _U4 <= end:
-        v0 = np.float64(data[k])
-        v1 = np.float64(data[k + _U1])
-        v2 = np.float64(data[k + _U2])
-        v3 = np.float64(data[k + _U3])
-        s0 += v0 * v0
-        s1 += v1 * v1
-        s2 += v2 * v2
-        s3 += v3 * v3
-        k += _U4
-    while k < end:
-        v0 = np.float64(data[k])
-        s0 += v0 * v0
-        k += _U1
-    return (s0 + s1) + (s2 + s3)
+    """:math:`\\sum_{k=lo}^{hi-1} data_k^2`, reassociated (only) so that the sum runs in vector lanes: one running
+    sum waits on each addition's latency (fewwide's 1.2M values: 1.0 ms; bigrams' 5M: 3.6 ms), four partial sums
+    as :func:`sparse_dot`'s took 0.25 / 1.3 ms, this 0.11 / 0.9 (session 59)."""
+    s = 0.0
+    for k in range(uint64(lo), uint64(hi)):
+        v = np.float64(data[k])
+        s += v * v
+    return s
 
 
 @njit(cache=True, nogil=True)
