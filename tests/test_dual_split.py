@@ -384,9 +384,52 @@ def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch
     few = lc.linear_data(X[:4000], 1.0)
     assert few.data.size / 4000 >= dual_split.SPLIT_MIN_VALUES and few.data.size < dual_split.SPLIT_MIN_STORED
     assert not dual_split.worth_splitting(few, 2)
+    # rows of 1,000 values and more: split from SPLIT_MIN_STORED_LONG values (the weights they touch leave the cache)
+    wide, _ = long_rows(n=800, d=200_000, per_row=1_500)
+    wide_ld = lc.linear_data(wide, 1.0)
+    assert dual_split.SPLIT_MIN_STORED_LONG <= wide_ld.data.size < dual_split.SPLIT_MIN_STORED
+    assert dual_split.worth_splitting(wide_ld, 2)
+    assert not dual_split.worth_splitting(lc.linear_data(wide[:600], 1.0), 2)  # too few values
+    assert not dual_split.worth_splitting(lc.linear_data(np.ones((850, 1000)), 1.0), 2)  # (dense: its own rule)
     assert dual_split.worth_splitting(lc.linear_data(np.ones((320, 5000)), 1.0), 2)  # dense rows: 5,000 columns
     assert not dual_split.worth_splitting(lc.linear_data(np.ones((100, 5000)), 1.0), 2)  # too few values
     assert not dual_split.worth_splitting(lc.linear_data(np.ones((1000, 2000)), 1.0), 2)
+
+
+def test_rows_sorted_finds_the_first_row_out_of_order():
+    rng = np.random.default_rng(8)
+    for t in range(60):
+        X = sp.random(30, 80, density=rng.uniform(0.0, 0.3), format="csr", random_state=t)
+        X.sort_indices()
+        indptr = X.indptr.astype(np.int64)
+        assert dual_split._rows_sorted(X.indices, indptr)
+        rows = np.flatnonzero(np.diff(indptr) >= 2)
+        if rows.size:
+            i = rng.choice(rows)
+            k = rng.integers(indptr[i], indptr[i + 1] - 1)
+            swapped = X.indices.copy()
+            swapped[k], swapped[k + 1] = swapped[k + 1], swapped[k]
+            assert not dual_split._rows_sorted(swapped, indptr)
+            repeated = X.indices.copy()
+            repeated[k + 1] = repeated[k]  # a column twice is not increasing either
+            assert not dual_split._rows_sorted(repeated, indptr)
+
+
+@pytest.mark.parametrize("squared", [False, True])
+def test_svr_primal_in_blocks_is_the_formula(monkeypatch, squared):
+    monkeypatch.setattr(lc, "OBJECTIVE_BLOCK_VALUES", 1000)  # blocks on threads even for this small set
+    rng = np.random.default_rng(5)
+    X, _ = long_rows(n=500, d=4000, per_row=60, seed=5)
+    t = rng.normal(size=500)
+    C = rng.uniform(0.5, 2.0, 500)
+    w = 0.1 * rng.normal(size=4001)
+    r = np.maximum(np.abs(X @ w[:-1] + w[-1] - t) - 0.2, 0.0)
+    expected = 0.5 * w @ w + C @ (r * r if squared else r)
+    for dense in (False, True):
+        ld = lc.linear_data(X.toarray() if dense else X, 1.0)
+        for parallel in (False, True):
+            got = dual_cd.svr_primal(w, ld, t, C, 0.2, squared, parallel)
+            assert got == pytest.approx(expected, rel=1e-12)
 
 
 def test_folded_primal_is_the_primal_of_the_unfolded_weights():

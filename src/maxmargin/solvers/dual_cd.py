@@ -957,13 +957,14 @@ def folded_primal(w, folded, alpha, y, C, squared, parallel=False):
     return float(f + 0.5 * (alpha @ am))
 
 
-def svr_primal(w, ld, y, C, eps, squared):
-    """:math:`\\tfrac12 w\\cdot w + \\sum_i C_i \\max(0, |w\\cdot x_i - y_i| - \\epsilon)` (or its square)."""
-    from ._linear_common import all_dots
+def svr_primal(w, ld, y, C, eps, squared, parallel=False):
+    """:math:`\\tfrac12 w\\cdot w + \\sum_i C_i \\max(0, |w\\cdot x_i - y_i| - \\epsilon)` (or its square); one pass,
+    on two threads where ``parallel`` and the data are large (:func:`~._linear_common.svr_objective`)."""
+    from ._linear_common import svr_objective
 
-    r = np.maximum(0.0, np.abs(all_dots(w, *ld.args()) - y) - eps)
-    loss = r * r if squared else r
-    return float(0.5 * w @ w + C @ loss)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    return float(svr_objective(w, *ld.args(), y, C, eps, squared, parallel=parallel))
 
 
 # --------------------------------------------------------------------------- drivers
@@ -1346,12 +1347,14 @@ def solve_svr(
         )
         return code, istate[1]
 
+    par = split_threads > 1  # (as solve_svc's)
+
     def report():
-        return svr_primal(w, ld, y, C, epsilon, squared), fstate[2]
+        return svr_primal(w, ld, y, C, epsilon, squared, par), fstate[2]
 
     if stall is not None:
         step = stall(
-            lambda: (fstate[2], tol * fstate[1], istate[0], lambda: svr_primal(w, ld, y, C, epsilon, squared))
+            lambda: (fstate[2], tol * fstate[1], istate[0], lambda: svr_primal(w, ld, y, C, epsilon, squared, par))
         ).wrap(step)
     status, it = drive(
         step,
@@ -1364,7 +1367,7 @@ def solve_svr(
         verbose=verbose,
         name="dual-cd",
     )
-    primal = svr_primal(w, ld, y, C, epsilon, squared)
+    primal = svr_primal(w, ld, y, C, epsilon, squared, par)
     dual = float(y @ beta - epsilon * np.abs(beta).sum() - 0.5 * w @ w - 0.5 * np.sum(lam * beta * beta))
     fit = LinearFit(w, beta, primal, dual, it, fstate[2], status)
     fit.active = _active_rows(status, split, index, istate)

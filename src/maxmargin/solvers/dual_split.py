@@ -75,6 +75,13 @@ SPLIT_MIN_DENSE_VALUES = 4096
 #: 0.75, longdocs 0.66-0.71, news20b 0.86-1.02, 16,000 x 151 x 5,000 1.01; dense 400 x 5,000 0.88, 1,000 x 4,096
 #: 0.81, 320 x 20,000 0.78, 250 x 8,000 1.07.
 SPLIT_MIN_STORED = 1_500_000
+#: ... or, for CSR rows of at least :data:`SPLIT_LONG_ROW` values on average, this many.  Session 60 (random unit
+#: rows, whole fits at tol 0.1, split / serial, ``LinearSVC`` and ``LinearSVR`` squared loss): rows x values a row
+#: x columns -- 900-1,200 x 1,000 x 50,000-500,000 0.75-0.93 (SVR 0.75-0.97), 300-400 x 3,000 x 50,000-500,000
+#: 0.74-0.93 (SVR 0.82-0.92); at 600,000 values 0.90-0.98 (SVR 0.90-1.36: not split); rows of 250 values at
+#: 900,000 0.93-1.16, so they keep the rule above
+SPLIT_MIN_STORED_LONG = 800_000
+SPLIT_LONG_ROW = 1_000
 #: spins (each a ``pause``, ~10-40 ns) a thread waits for the other's post before it asks to stop
 SPIN_LIMIT = 1 << 13
 #: spins after which a wait is taken for a dead thread (never reached by a live one: minutes)
@@ -209,11 +216,15 @@ def split_points(indices, indptr, m):
 
 @njit(cache=True, nogil=True)
 def _rows_sorted(indices, indptr):
-    """Whether every CSR row's column indices increase."""
+    """Whether every CSR row's column indices increase.  A row's test is a count without a branch (vector lanes;
+    the loop that left at the first fall took 1.0 against 0.2 ms on fewwide's 1.2M values), rows stop at the first
+    that falls."""
     for i in range(indptr.shape[0] - 1):
-        for p in range(indptr[i] + 1, indptr[i + 1]):
-            if indices[p] <= indices[p - 1]:
-                return False
+        falls = 0
+        for p in range(uint64(indptr[i]) + uint64(1), uint64(indptr[i + 1])):
+            falls += np.int32(indices[p] <= indices[p - uint64(1)])
+        if falls:
+            return False
     return True
 
 
@@ -240,13 +251,16 @@ def worth_splitting(ld, n_threads):
     """Whether :func:`maxmargin.solvers.dual_cd.solve_svc` runs the split epochs for data ``ld`` (CSR or dense
     rows) when offered ``n_threads``: two threads and two cores this thread may use (:func:`maxmargin._threads.cores`:
     the affinity, and a Dask worker's thread count), and rows long enough (:data:`SPLIT_MIN_VALUES`,
-    :data:`SPLIT_MIN_STORED`)."""
+    :data:`SPLIT_MIN_STORED`; :data:`SPLIT_MIN_STORED_LONG` for CSR rows of :data:`SPLIT_LONG_ROW` values)."""
     if n_threads is None or n_threads < 2 or cores() < 2 or ld.n_features < 16:
         return False
     if ld.dense and ld.n_features < SPLIT_MIN_DENSE_VALUES:
         return False
     stored = ld.Xd.size if ld.dense else ld.data.size
-    return stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * max(ld.n_samples, 1)
+    rows = max(ld.n_samples, 1)
+    if not ld.dense and stored >= SPLIT_MIN_STORED_LONG and stored >= SPLIT_LONG_ROW * rows:
+        return True
+    return stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * rows
 
 
 # --------------------------------------------------------------------------- the epochs
