@@ -815,6 +815,47 @@ def test_float32_stays_and_threads_agree(monkeypatch):
     assert LinearSVC(n_jobs=2)._threads(4, 300) == 1  # small problems one after the other (THREADS_MIN_WORK)
 
 
+def test_one_vs_rest_weights_written_side_by_side(monkeypatch):
+    import pickle
+
+    from maxmargin import _pages
+
+    monkeypatch.setattr(_pages, "MIN_BYTES", 0)  # the mapped memory even for this small problem
+    rng = np.random.default_rng(11)
+    X = sp.random(400, 5000, density=0.01, format="csr", random_state=3)
+    X = sp.hstack([X[:, :3000], sp.csr_matrix((400, 2000))]).tocsr()  # the last 2,000 features stored nowhere
+    y = np.argmax(X[:, :3000] @ rng.normal(size=(3000, 5)) + 0.1 * rng.normal(size=(400, 5)), axis=1)
+    kw = {"tol": 1e-8, "max_iter": 10**6, "random_state": 0}
+    m = LinearSVC(**kw).fit(X, y)
+    assert m.coef_.shape == (5, 5000) and m.coef_.flags.f_contiguous and m.intercept_.shape == (5,)
+    assert not np.any(m.coef_[:, 3000:]) and np.count_nonzero(m.coef_) > 0
+    np.testing.assert_allclose(m.margin_, 1.0 / np.linalg.norm(m.coef_, axis=1), rtol=1e-12)
+    for c in range(5):  # each row is its own one-vs-rest problem's solution
+        b = LinearSVC(**kw).fit(X, np.where(y == c, 1, 0))
+        assert _rel(m.objective_[c], b.objective_[0]) < 1e-6
+        np.testing.assert_allclose(m.coef_[c], b.coef_[0], atol=1e-4)
+        assert m.intercept_[c] == pytest.approx(b.intercept_[0], abs=1e-4)
+    back = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(back.decision_function(X), m.decision_function(X))
+    np.testing.assert_array_equal(m.predict(X), m.classes_[np.argmax(m.decision_function(X), axis=1)])
+
+
+def test_pages_zeros_are_plain_zeroed_arrays(monkeypatch):
+    import pickle
+
+    from maxmargin import _pages
+
+    small = _pages.zeros((3, 4))
+    assert type(small) is np.ndarray and small.shape == (3, 4) and not small.any()
+    monkeypatch.setattr(_pages, "MIN_BYTES", 0)
+    a = _pages.zeros((1000, 7))
+    assert a.shape == (1000, 7) and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable
+    assert not a.any()
+    a[3, 2] = 5.0
+    b = pickle.loads(pickle.dumps(a))
+    assert b[3, 2] == 5.0 and b.sum() == 5.0
+
+
 # --------------------------------------------------------------------------- model files
 
 
