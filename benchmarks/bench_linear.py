@@ -120,8 +120,14 @@ SETS = (
     "tallf32",
     "ctrmix",
     "manydense",
+    # session 60: 200 classes of five-one rows over 2**20 columns, float32 hashed rows with 64-bit indices, text at
+    # C = 10, CSR columns of four orders of magnitude in scale
+    "sparse200c",
+    "hash32",
+    "heavyc",
+    "colscale",
 )
-C_OF = {"mnist": 0.01}
+C_OF = {"mnist": 0.01, "heavyc": 10.0}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
 
 #: warm-up: fits until this many seconds have passed (at most WARM_FITS_MAX; at least one)

@@ -942,6 +942,78 @@ def manydense(seed=5806):
     return _split_at(X, y, 90_000)
 
 
+def sparse200c(seed=60):
+    """Very sparse rows in 200 classes over 2**20 columns (session 60): 100k + 20k binary rows of 5 ones, two from
+    the class's 40 prototype columns and three at random (mostly columns of one row), class sizes Zipf-skewed: the
+    one-vs-rest weights are 200 x 2**20."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d, k = 120_000, 1 << 20, 200
+    cols = rng.integers(0, d, size=(n, 5))
+    proto = rng.integers(0, d, size=(k, 40))
+    y = rng.zipf(1.5, n) % k
+    cols[:, :2] = proto[y[:, None], rng.integers(0, 40, size=(n, 2))]
+    cols.sort(axis=1)
+    X = sp.csr_matrix((np.ones(n * 5), cols.ravel(), np.arange(0, n * 5 + 1, 5)), shape=(n, d))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    return _split_at(_int32(X), y, 100_000)
+
+
+def hash32(seed=60):
+    """Hashed unit rows kept as float32 with 64-bit indices (session 60): 64k + 16k rows of ~80 of 2**20 columns
+    at random (no column dominant, few in one row only), two classes from 20,000 planted weights."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 80_000, 1 << 20
+    lengths = rng.poisson(80, n) + 1
+    ind = rng.integers(0, d, lengths.sum()).astype(np.int64)
+    ptr = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    X = sp.csr_matrix((rng.random(ind.size).astype(np.float32), ind, ptr), shape=(n, d))
+    X.sum_duplicates()
+    X = (sp.diags(1 / np.sqrt(np.asarray(X.multiply(X).sum(1)).ravel())).astype(np.float32) @ X).tocsr()
+    X.sort_indices()
+    X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    w = np.zeros(d)
+    w[rng.integers(0, d, 20_000)] = rng.normal(size=20_000)
+    y = np.sign(X @ w + 0.02 * rng.normal(size=n))
+    return _split_at(X, y, 64_000)
+
+
+def heavyc(seed=60):
+    """Text-like unit rows meant for a large C (session 60; ``bench_linear`` fits it at C = 10): 24k + 6k rows of
+    ~120 Zipf draws over 30,000 words, log counts, two classes from planted weights (separable at that C)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 30_000, 30_000
+    lengths = rng.poisson(120, n) + 1
+    ind = (rng.zipf(1.2, lengths.sum()) - 1) % d
+    X = sp.csr_matrix((np.ones(ind.size), ind, np.r_[0, np.cumsum(lengths)]), shape=(n, d))
+    X.sum_duplicates()
+    X.data = np.log1p(X.data)
+    X = (sp.diags(1 / np.sqrt(np.asarray(X.multiply(X).sum(1)).ravel())) @ X).tocsr()
+    X.sort_indices()
+    y = np.sign(X @ rng.normal(size=d) + 0.2 * rng.normal(size=n))
+    return _split_at(_int32(X), y, 24_000)
+
+
+def colscale(seed=60):
+    """30%-dense CSR rows whose columns differ in scale by four orders of magnitude (session 60): 40k + 10k rows
+    x 300 columns, each column scaled by 10**U(-2, 2), two classes from weights scaled inversely."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 50_000, 300
+    X = sp.random(n, d, density=0.3, format="csr", random_state=seed, data_rvs=rng.standard_normal)
+    X = (X @ sp.diags(10 ** rng.uniform(-2, 2, d))).tocsr()
+    X.sort_indices()
+    y = np.sign(X @ (rng.normal(size=d) / 10 ** rng.uniform(-2, 2, d)) + 0.5 * rng.normal(size=n))
+    return _split_at(_int32(X), y, 40_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1005,4 +1077,9 @@ LOADERS.update(
     ctrmix=ctrmix,
     regout=regout,
     manydense=manydense,
+    # session 60
+    sparse200c=sparse200c,
+    hash32=hash32,
+    heavyc=heavyc,
+    colscale=colscale,
 )
