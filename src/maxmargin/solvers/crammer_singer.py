@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uint64
 
+from .. import _pages
 from .._jit import parallel_and_serial, with_constants
 from ._linear_common import (
     _dense_row_axpy,
@@ -413,8 +414,8 @@ def _primal_body(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt):
     n = y.shape[0]
     k = Wt.shape[1]
     f = 0.0
-    for m in range(k):
-        for j in range(Wt.shape[0]):
+    for j in range(Wt.shape[0]):  # (in memory order: by columns, 200 classes x 2**20 weights took 2-3 s)
+        for m in range(k):
             f += 0.5 * Wt[j, m] * Wt[j, m]
     n_blocks = (n + PRIMAL_BLOCK_ROWS - 1) // PRIMAL_BLOCK_ROWS
     parts = np.zeros(n_blocks)
@@ -519,7 +520,7 @@ def solve(
     if class_major:
         Wt = W
     else:
-        Wt = np.ascontiguousarray(W.T) if warm else np.zeros((ld.n_weights, n_classes))
+        Wt = np.ascontiguousarray(W.T) if warm else _pages.zeros((ld.n_weights, n_classes))
     epochs = _epochs_cm if class_major else _epochs
 
     def feature_major():
