@@ -391,6 +391,9 @@ def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch
     assert dual_split.worth_splitting(wide_ld, 2)
     assert not dual_split.worth_splitting(lc.linear_data(wide[:600], 1.0), 2)  # too few values
     assert not dual_split.worth_splitting(lc.linear_data(np.ones((850, 1000)), 1.0), 2)  # (dense: its own rule)
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: True)  # a core busy: the small data keep one thread
+    assert not dual_split.worth_splitting(wide_ld, 2) and dual_split.worth_splitting(ld, 2)
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
     assert dual_split.worth_splitting(lc.linear_data(np.ones((320, 5000)), 1.0), 2)  # dense rows: 5,000 columns
     assert not dual_split.worth_splitting(lc.linear_data(np.ones((100, 5000)), 1.0), 2)  # too few values
     assert not dual_split.worth_splitting(lc.linear_data(np.ones((1000, 2000)), 1.0), 2)
