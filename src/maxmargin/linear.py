@@ -416,7 +416,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             return 1
         return cores() if self.n_jobs is None else int(self.n_jobs)
 
-    def _finish(self, fits, nf, bias, t_start):
+    def _finish(self, fits, nf, bias, t_start, stacked=None):
         if len(fits) == 1 and np.ndim(fits[0].w) == 1:
             # a binary problem: coef_ a view of the fit's own w (fresh from every solver; the warm state holds it
             # too, and every warm start copies it).  Stacking copied it: 8 MB and its page faults at 1M features.
@@ -426,15 +426,15 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             # so no copy (stacking made a C-ordered copy and coef_ then a Fortran-ordered one: ~25 ms of a 220 ms
             # fit at 20 classes of 130,000 features).  Its warm start reads the dual variables only.
             W = fits[0].w
-        elif getattr(fits[0], "stacked", None) is not None:
-            W = fits[0].stacked  # one-vs-rest problems' weights written side by side as they ended
+        elif stacked is not None:
+            W = stacked  # one-vs-rest problems' weights written side by side as they ended (rows: a transpose)
         else:
             W = np.vstack([np.atleast_2d(f.w) for f in fits])
         coef = W[:, :nf]
         self.n_iter_ = int(max(f.n_iter for f in fits))
         self.objective_ = np.array([f.objective for f in fits])
         self.duality_gap_ = np.array([np.nan if f.gap is None else f.gap for f in fits])
-        if getattr(fits[0], "stacked", None) is not None:  # (summed as each problem's weights were placed)
+        if stacked is not None:  # (summed as each problem's weights were placed)
             norms = np.sqrt(np.array([f.sqnorm for f in fits]))
         elif coef.flags.f_contiguous and not coef.flags.c_contiguous:  # (Crammer-Singer's feature-major weights)
             # along the rows of the feature-major array: its contiguous order (the rows of coef strided: 2.3-3.4 s
@@ -559,6 +559,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         if dup is not None:
             X, y_idx, sw = X[dup.keep], y_idx[dup.keep], dup.C
 
+        stack = None  # (one-vs-rest: the problems' weights side by side, feature-major)
         if solver == 4:
             ld = linear_data(X, bias)
             alpha0 = warm["dual"][0] * ratio if warm is not None else None  # (Crammer-Singer never merges)
@@ -649,8 +650,6 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                     w0 = np.zeros(nf + (1 if bias > 0 else 0)) if stack is None else stack[:, p]
                     fits.append(dual_cd.LinearFit(w0, None, np.nan, None, 0, np.inf, "callback"))
                     fits[-1].sqnorm = 0.0
-            if stack is not None:
-                fits[0].stacked = stack.T  # (_finish: the weights as rows, no copy)
 
         self._warm_state = {
             "key": (solver, tuple(classes.tolist()), bias, keep.shape[0]),
@@ -661,7 +660,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         }
         self.classes_ = classes
         self.solver_type_ = int(solver)
-        coef, intercept = self._finish(fits, nf, bias, t_start)
+        coef, intercept = self._finish(fits, nf, bias, t_start, None if stack is None else stack.T)
         if solver == 4 and k == 2:  # one decision function, as scikit-learn
             coef = (coef[1] - coef[0]).reshape(1, -1)
             if intercept is not None:

@@ -217,7 +217,7 @@ def split_points(indices, indptr, m):
 @njit(cache=True, nogil=True)
 def _rows_sorted(indices, indptr):
     """Whether every CSR row's column indices increase.  A row's test is a count without a branch (vector lanes;
-    the loop that left at the first fall took 1.0 against 0.2 ms on fewwide's 1.2M values), rows stop at the first
+    the loop that left at the first fall took 1.07 against 0.07 ms on fewwide's 1.2M values), rows stop at the first
     that falls."""
     for i in range(indptr.shape[0] - 1):
         falls = 0
