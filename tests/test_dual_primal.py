@@ -353,3 +353,144 @@ def test_newton_passes_grow_with_tighter_tol(monkeypatch):
     switched = dual_primal.l2_svc(ld, y, C, tol=1e-4, max_iter=1000, seed=0)
     assert switched.switched and switched.n_iter < dual_primal.STALL_FIRST + 10
     assert kept.n_iter > switched.n_iter and kept.objective <= switched.objective * (1 + 1e-6)
+
+
+def test_newton_over_its_work_budget_gives_up():
+    """``tron.solve`` with a work budget: gives up (status 'stalled') after the iteration that passes it, that
+    iteration priced by ``iteration_work`` (a pass over every row, the gradient and the Hessian-vector products over
+    the active rows: every row at w = 0); with a budget it never reaches, the same iterates as without one."""
+    X, y = make_classification(3000, 30, random_state=2)
+    y = np.where(y == 1, 1.0, -1.0)
+    ld = linear_data(sp.csr_matrix(X), 1.0)
+    C = np.ones(y.shape[0])
+    plain = tron.solve(ld, y, C, tol=1e-8, max_iter=100)
+    roomy = tron.solve(ld, y, C, tol=1e-8, max_iter=100, work_budget=np.inf)
+    assert plain.converged and plain.n_iter > 2 and plain.work == 0.0
+    assert roomy.n_iter == plain.n_iter and roomy.status == plain.status and roomy.work > 0.0
+    np.testing.assert_array_equal(roomy.w, plain.w)
+    one = tron.solve(ld, y, C, tol=1e-8, max_iter=100, work_budget=0.0)
+    assert one.status == "stalled" and one.n_iter == 1 and not one.converged
+    stored = float(ld.indptr[-1])
+    assert stored == X.size
+    assert one.work == tron.iteration_work(ld, stored, one.cg_iter)
+    assert one.work == stored + dual_primal.ROW_VALUES * y.shape[0] + (1 + one.cg_iter) * stored
+
+
+def _ahead_problem():
+    """Dense rows whose epochs converge after ~100 epochs, switched ahead at epoch AHEAD_FIRST
+    (:func:`test_switch_before_stall_first`)."""
+    X, y = make_classification(8000, 20, random_state=1)
+    return X, np.where(y == 1, 1.0, -1.0), linear_data(X, 1.0), np.ones(y.shape[0])
+
+
+def test_switch_over_its_budget_resumes_the_epochs(monkeypatch):
+    """After a switch where the epochs would converge, the Newton method gets BAIL_SHARE times the epochs' predicted
+    work (epochs left times the values of the rows whose alpha is nonzero); over it, the epochs resume, unwatched,
+    from the dual variables of the Newton method's point or the switch's (the higher dual objective) and converge
+    to the dual run's objective band, with a duality gap; ``n_iter`` counts the epochs of both runs and the Newton
+    iterations."""
+    X, y, ld, C = _ahead_problem()
+    calls = []
+    real_tron, real_dual = tron.solve, dual_cd.solve_svc
+
+    def tron_spy(*a, **k):
+        fit = real_tron(*a, **k)
+        calls.append(("newton", k.get("work_budget"), fit))
+        return fit
+
+    def dual_spy(*a, **k):
+        fit = real_dual(*a, **k)
+        calls.append(("dual", k.get("alpha0"), fit, fit.n_iter))
+        return fit
+
+    monkeypatch.setattr(dual_primal.tron, "solve", tron_spy)
+    monkeypatch.setattr(dual_primal.dual_cd, "solve_svc", dual_spy)
+
+    def solve():
+        calls.clear()
+        return dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+
+    fit = solve()
+    assert fit.switched and fit.converged
+    first, budget, newton = calls[0][2], calls[1][1], calls[1][2]
+    assert [c[0] for c in calls] == ["dual", "newton"] and newton.status == "converged"
+    support = float(np.sum(first.dual != 0.0)) * X.shape[1]
+    assert 0.0 < budget and budget / (dual_primal.BAIL_SHARE * support) > 1.0  # epochs left: more than one
+    assert newton.work <= budget
+    monkeypatch.setattr(dual_primal, "BAIL_SHARE", 1e-9)
+    bailed = solve()
+    kinds = [c[0] for c in calls]
+    assert kinds == ["dual", "newton", "dual"]
+    newton, resumed = calls[1][2], calls[2][2]
+    assert newton.status == "stalled" and newton.n_iter == 1
+    # the resumed epochs start from the better (in the dual) of the switch's variables and the Newton point's
+    r = y - all_dots(newton.w, *ld.args())
+    recovered = 2.0 * C * np.maximum(0.0, y * r)
+    better = dual_primal.squared_dual(ld, y, C, recovered) >= calls[0][2].dual_objective
+    np.testing.assert_array_equal(calls[2][1], recovered if better else calls[0][2].dual)
+    assert not bailed.switched and bailed.converged and bailed.dual_objective is not None
+    assert bailed.n_iter == calls[0][3] + 1 + calls[2][3] and resumed is bailed
+    with monkeypatch.context() as m:
+        m.setattr(dual_primal, "SWITCH_PASSES", np.inf)
+        m.setattr(dual_primal, "AHEAD_PASSES", np.inf)
+        plain = solve()
+    assert not plain.switched and plain.converged
+    best = real_tron(ld, y, C, kind="squared_hinge", tol=1e-10, max_iter=1000)
+    assert bailed.objective - best.objective <= 1e-4 * best.objective
+    assert bailed.objective <= plain.objective + 5e-5 * best.objective
+    assert 0.0 <= bailed.objective - bailed.dual_objective <= 1e-3 * best.objective
+
+
+def test_resumed_epochs_that_reach_the_cap_switch_at_the_cap(monkeypatch):
+    """Where the epochs resumed after the Newton method's budget reach the cap of ``dual_epochs`` (forced here by a
+    tol they cannot meet), the Newton method runs from their w at the cap's tolerance, with no budget, as LIBLINEAR;
+    ``n_iter``: the cap's epochs plus both Newton runs' iterations."""
+    X, y, ld, C = _ahead_problem()
+    calls = []
+    real_tron, real_dual = tron.solve, dual_cd.solve_svc
+
+    def tron_spy(*a, **k):
+        fit = real_tron(*a, **k)
+        calls.append((k["tol"], k.get("work_budget"), fit, fit.n_iter))
+        return fit
+
+    def dual_spy(*a, **k):
+        if k.get("alpha0") is not None:
+            k["tol"] = 1e-300
+        return real_dual(*a, **k)
+
+    monkeypatch.setattr(dual_primal.tron, "solve", tron_spy)
+    monkeypatch.setattr(dual_primal.dual_cd, "solve_svc", dual_spy)
+    monkeypatch.setattr(dual_primal, "BAIL_SHARE", 1e-9)
+    fit = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, dual_epochs=200, seed=0)
+    assert len(calls) == 2
+    (tol0, budget0, first, n0), (tol1, budget1, last, n1) = calls
+    assert first.status == "stalled" and budget0 is not None and budget1 is None
+    assert tol0 == pytest.approx(0.1 * 0.1 * dual_primal.EARLY_TOL_FACTOR) and tol1 == pytest.approx(0.1 * 0.1)
+    assert fit.switched and fit.converged and last.converged
+    assert fit.n_iter == 200 + n0 + n1 and n0 == 1
+    best = real_tron(ld, y, C, kind="squared_hinge", tol=1e-10, max_iter=1000)
+    assert fit.objective - best.objective <= 1e-4 * best.objective
+
+
+@pytest.mark.parametrize("regression", [False, True], ids=["svc", "svr"])
+def test_squared_dual_is_the_solvers_dual_objective(regression):
+    """``squared_dual`` (the resume's choice of start) gives the dual objective the dual solvers report, at their
+    own dual variables, and less at variables recovered from a poor primal point (w = 0.1 of the optimum's)."""
+    X, y = make_classification(2000, 15, random_state=4)
+    ld = linear_data(sp.csr_matrix(X), 1.0)
+    C = np.full(y.shape[0], 0.7)
+    if regression:
+        yy = X[:, :4].sum(axis=1) + 0.3 * np.random.default_rng(1).normal(size=y.shape[0])
+        fit = dual_cd.solve_svr(ld, yy, C, 0.2, squared=True, tol=1e-6, max_iter=5000, seed=0)
+        eps = 0.2
+        r = yy - all_dots(0.1 * fit.w, *ld.args())
+        poor = 2.0 * C * np.sign(r) * np.maximum(0.0, np.abs(r) - eps)
+    else:
+        yy = np.where(y == 1, 1.0, -1.0)
+        fit = dual_cd.solve_svc(ld, yy, C, squared=True, tol=1e-6, max_iter=5000, seed=0)
+        eps = None
+        poor = 2.0 * C * np.maximum(0.0, yy * (yy - all_dots(0.1 * fit.w, *ld.args())))
+    assert fit.converged
+    assert dual_primal.squared_dual(ld, yy, C, fit.dual, eps) == pytest.approx(fit.dual_objective, rel=1e-10)
+    assert dual_primal.squared_dual(ld, yy, C, poor, eps) < fit.dual_objective

@@ -96,6 +96,24 @@ class LinearData:
         return (self.Xd, self.data, self.indices, self.indptr, self.dense, self.n_features, float(self.bias))
 
 
+#: what a pass over the data costs a row beyond its stored values, in values (the solvers' work counts: an
+#: epoch of the dual, a pass of the Newton method)
+ROW_VALUES = 8
+
+
+def pass_values(ld):
+    """The work of one pass over data ``ld``: stored values plus :data:`ROW_VALUES` a row (at least 1)."""
+    stored = ld.Xd.size if ld.dense else int(ld.indptr[-1])
+    return max(stored + ROW_VALUES * ld.n_samples, 1)
+
+
+def row_values(ld):
+    """The values stored in each row of ``ld``, as float64 (weights of the solvers' work sums)."""
+    if ld.dense:
+        return np.full(ld.n_samples, float(ld.Xd.shape[1]))
+    return np.diff(ld.indptr).astype(np.float64)
+
+
 @njit(cache=True, nogil=True)
 def _all_ones(a):
     """Whether every value of ``a`` is 1 (stops after the first block of 1,024 holding one that is not: a loop

@@ -32,6 +32,14 @@ After such an early switch TRON
 runs to ``EARLY_TOL_FACTOR`` (0.1) times the tolerance above: it starts from a less converged ``w``, and at
 ``0.1 * tol`` alone its objectives were up to 7% above those of the dual run to ``tol`` on problems where the
 dual converges late (5,000 x 2,000 dense rows, converged at epoch 284).
+The switch where the epochs would converge prices the Newton method by passes, whatever the data's conditioning,
+and that price can be far off (rows whose norms spread over four orders of magnitude: 27 times the epochs' work).
+So the Newton method there gets a budget, :data:`BAIL_SHARE` times the epochs left times the values of the rows
+with a nonzero dual variable (where the epochs' shrinking ends up), counted as
+:func:`~maxmargin.solvers.tron.iteration_work` prices its iterations; past it, the epochs resume, unwatched, from
+the dual variables of the Newton method's point or of the switch, whichever has the higher dual objective
+(:func:`squared_dual`), and where they then reach the cap, the Newton method runs from their ``w`` as after any
+switch at the cap.
 
 After a switch the dual variables are recovered from the primal optimality conditions,
 
@@ -58,7 +66,8 @@ import time
 import numpy as np
 
 from . import dual_cd, tron
-from ._linear_common import all_dots, weighted_sum
+from ._linear_common import ROW_VALUES as ROW_VALUES  # (its home before session 61)
+from ._linear_common import all_dots, pass_values, row_values, weighted_sum
 
 #: LIBLINEAR's ``dual_solver_max_iter``: epochs of the dual solver before the switch
 DUAL_EPOCHS = 300
@@ -110,6 +119,15 @@ AHEAD_BOUND = 1.0
 #: the epochs' objective (200,000 x 20 dense rows 0.17, clicks 0.12 and letter26's classes 0.12-0.46 ended within
 #: 1.1e-4 of it: they keep the switch at STALL_FIRST they had).
 EARLY_AHEAD_SHARE = 0.05
+#: ... and the Newton method after such a switch (where the epochs would converge) gets at most this many times the
+#: epochs' predicted work -- the epochs left times the values of the rows with a nonzero dual variable at the switch
+#: -- in the values its passes visit (:func:`~maxmargin.solvers.tron.iteration_work`); past it the epochs resume
+#: (module docstring).  Session 61 (``/tmp/s61/pred.py``, ``ab.py``): the switch's price of the Newton method
+#: (passes, whatever the conditioning) was 60 times off where rows' norms spread over four orders of magnitude
+#: (``datasets.normspread``: 143 Newton iterations, 4,254 products; 7.9 s -> 3.4 s with the budget, the epochs
+#: alone 2.4 s).  The switches that paid measured 0.09-1.08 of the work at tol 0.1 and up to 1.99 at 1e-4 (a9a;
+#: ijcnn1 1.14, textmeta 0.85); those that lost at 1e-4 2.8-4.7 (mixedlen, heavyc, clicks: 4.3 -> 3.1 s).
+BAIL_SHARE = 2.5
 #: ... but on small data the looks come every so many epochs that a chunk between two looks holds at least this
 #: much work (stored values, plus :data:`ROW_VALUES` a row): a look costs a few microseconds of Python, an epoch
 #: over iris' 150 rows ~1.5 us.  Session 40, ``LinearSVC(loss='hinge')`` on iris (scaled; ~850 epochs to tol):
@@ -118,13 +136,11 @@ EARLY_AHEAD_SHARE = 0.05
 #: 200 x 20 rows keep a look every 10 epochs: their switch to the interior point at epoch 50 is where their time
 #: goes.  The chunking does not change the iterates, only the epochs at which the watch may decide.
 LOOK_VALUES = 50_000
-ROW_VALUES = 8
 
 
 def epoch_values(ld):
     """The work of one epoch over data ``ld``: stored values plus :data:`ROW_VALUES` a row."""
-    stored = ld.Xd.size if ld.dense else int(ld.indptr[-1])
-    return max(stored + ROW_VALUES * ld.n_samples, 1)
+    return pass_values(ld)
 
 
 def newton_passes(passes, tol):
@@ -286,6 +302,7 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     stall = None
     ahead = {}  # whether the switch may come where the epochs would converge (decided once before / from STALL_FIRST)
     bound = []  # TRON's bound on its distance from the optimum (_newton_bound), computed once
+    budget = []  # after a switch where the epochs would converge: the Newton method's work budget (BAIL_SHARE)
     if max_iter > dual_epochs and options["stall"]:
         worth = None
         if kind in ("squared_hinge", "squared_epsilon_insensitive"):
@@ -308,6 +325,8 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
                     bound.append(_newton_bound(ld, y, C, tol_factor * float(tol) * EARLY_TOL_FACTOR, loss_eps))
                 share = 1.0 if late else EARLY_AHEAD_SHARE
                 ahead[late] = bound[0] <= share * AHEAD_BOUND * float(primal)
+                if ahead[late]:  # the epochs left: they price the Newton method's budget (BAIL_SHARE)
+                    budget.append(epochs)
                 return ahead[late]
 
         watches = []
@@ -319,7 +338,8 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
             watches.append(StallWatch(measure, dual_epochs, every=every, worth=worth, **(fine if early else {})))
             return watches[-1]
 
-    fit = dual_solve(max_iter=min(max_iter, dual_epochs), stall=stall, **watch)
+    cap = min(max_iter, dual_epochs)
+    fit = dual_solve(max_iter=cap, stall=stall, **watch)
     if stall is not None:
         # worth -> watches -> the watch -> worth: a reference cycle that kept the solver's data (the fold's
         # arrays, 66 MB on bigrams) alive until the next garbage collection
@@ -330,28 +350,91 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     if options.get("primal_data") is not None:
         ld = options["primal_data"]()
     early = fit.status == "stalled"
-    primal = tron.solve(
+    work_budget = None
+    if early and budget and fit.dual is not None:
+        work_budget = BAIL_SHARE * budget[-1] * float(np.dot(row_values(ld), fit.dual != 0.0))
+    primal = _newton(
+        ld,
+        y,
+        C,
+        kind,
+        epsilon,
+        tol_factor * float(tol) * (EARLY_TOL_FACTOR if early else 1.0),
+        max_iter,
+        fit.w,
+        work_budget,
+        watch,
+        t0,
+        options,
+    )
+    epochs = fit.n_iter
+    if primal.status == "stalled":
+        # over budget: the epochs resume, unwatched, from the dual variables of the Newton method's point
+        r = np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
+        start = recover(r)  # or the switch's, where the Newton method's point is worse for the dual
+        eps = None if kind == "squared_hinge" else epsilon
+        if fit.dual_objective is not None and squared_dual(ld, y, C, start, eps) < fit.dual_objective:
+            start = fit.dual
+        more = dual_solve(
+            max_iter=max(cap - epochs, 1),
+            stall=None,
+            alpha0=start,
+            **{**watch, "time_limit": _remaining(watch["time_limit"], t0)},
+        )
+        newton_iters = primal.n_iter
+        epochs += more.n_iter
+        if not (more.status == "max_iter" and epochs >= cap):
+            more.n_iter += fit.n_iter + newton_iters
+            more.switched = False
+            more.async_workers = getattr(fit, "async_workers", 1)
+            return more
+        # the cap reached after all: LIBLINEAR's switch, at its tolerance
+        primal = _newton(ld, y, C, kind, epsilon, tol_factor * float(tol), max_iter, more.w, None, watch, t0, options)
+        primal.n_iter += newton_iters
+    r = np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
+    out = dual_cd.LinearFit(
+        primal.w, recover(r), primal.objective, None, epochs + primal.n_iter, primal.violation, primal.status
+    )
+    out.switched = True
+    out.async_workers = getattr(fit, "async_workers", 1)
+    return out
+
+
+def squared_dual(ld, y, C, dual, epsilon=None):
+    r"""The dual objective of the squared losses at ``dual`` (one pass over ``ld`` for :math:`w`):
+    :math:`\sum_i \alpha_i - \tfrac12\|\sum_i y_i\alpha_i x_i\|^2 - \sum_i \alpha_i^2/(4C_i)` for the squared
+    hinge (``epsilon`` None), :math:`\sum_i y_i\beta_i - \epsilon\sum_i|\beta_i| - \tfrac12\|\sum_i \beta_i
+    x_i\|^2 - \sum_i \beta_i^2/(4C_i)` for the squared epsilon-insensitive loss; as
+    :func:`~maxmargin.solvers.dual_cd.solve_svc` and ``solve_svr`` report it."""
+    y = np.asarray(y, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    coef = dual * y if epsilon is None else dual
+    w = np.zeros(ld.n_weights)
+    weighted_sum(np.ascontiguousarray(coef, dtype=np.float64), w, *ld.args())
+    rest = float(np.sum(dual * dual / (4.0 * C))) + 0.5 * float(w @ w)
+    if epsilon is None:
+        return float(np.sum(dual)) - rest
+    return float(y @ dual) - float(epsilon) * float(np.sum(np.abs(dual))) - rest
+
+
+def _newton(ld, y, C, kind, epsilon, tol, max_iter, w0, work_budget, watch, t0, options):
+    """TRON from ``w0`` (see :func:`_dual_then_primal`)."""
+    return tron.solve(
         ld,
         y,
         C,
         kind=kind,
         epsilon=float(epsilon),
-        tol=tol_factor * float(tol) * (EARLY_TOL_FACTOR if early else 1.0),
+        tol=tol,
         max_iter=max_iter,
-        w0=fit.w,
+        w0=w0,
         parallel=options["parallel"],
         callback=watch["callback"],
         callback_info=watch["callback_info"],
         time_limit=_remaining(watch["time_limit"], t0),
         verbose=options["verbose"],
+        work_budget=work_budget,
     )
-    r = np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
-    out = dual_cd.LinearFit(
-        primal.w, recover(r), primal.objective, None, fit.n_iter + primal.n_iter, primal.violation, primal.status
-    )
-    out.switched = True
-    out.async_workers = getattr(fit, "async_workers", 1)
-    return out
 
 
 def l2_svc(

@@ -51,7 +51,16 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
-from ._linear_common import _dense_row_dot, _prefetch, compact_columns, drive, sparse_dot, sparse_sum
+from ._linear_common import (
+    _dense_row_dot,
+    _prefetch,
+    compact_columns,
+    drive,
+    pass_values,
+    row_values,
+    sparse_dot,
+    sparse_sum,
+)
 from .dual_cd import LinearFit
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -911,12 +920,16 @@ def solve(
     verbose=False,
     compact=True,
     method=None,
+    work_budget=None,
 ):
     """Minimise the squared-hinge (``kind='squared_hinge'``, ``y`` in {-1, +1}) or squared epsilon-insensitive
     (``kind='squared_epsilon_insensitive'``) primal by TRON; see the module docstring.  ``w0``: a warm start;
     ``parallel``: the passes over the data on Numba threads.  Returns a
     :class:`~maxmargin.solvers.dual_cd.LinearFit` (no dual variables).  ``compact``: run on the used features
-    only (:func:`~maxmargin.solvers._linear_common.compact_columns`) where few are."""
+    only (:func:`~maxmargin.solvers._linear_common.compact_columns`) where few are.  ``work_budget``: give up
+    (status ``"stalled"``) once the iterations have visited more stored values than this (:func:`iteration_work`;
+    the squared hinge's early switch, :mod:`~maxmargin.solvers.dual_primal`); the result's ``work`` says how many
+    they visited."""
     small = compact_columns(ld) if compact else None
     if small is not None:
         small, kept = small
@@ -940,6 +953,7 @@ def solve(
             verbose=verbose,
             compact=False,
             method=method,
+            work_budget=work_budget,
         )
         w = np.zeros(ld.n_weights)
         w[kept] = fit.w[: kept.shape[0]]
@@ -965,8 +979,24 @@ def solve(
         gnorm0 = state.gnorm_at_zero()
     state.start(np.zeros(state.m) if w0 is None else np.asarray(w0, dtype=np.float64), gnorm0)
 
+    work = [0.0]
+
     def step(k):
-        return state.run(k), int(state.istate[I_IT])
+        if work_budget is None:
+            return state.run(k), int(state.istate[I_IT])
+        # one iteration at a time, each priced by iteration_work (a Python look of ~0.1 ms an iteration)
+        lens = row_values(ld)
+        active = float(np.dot(lens, state.work[1] > 0.0))  # the rows the first iteration's products visit
+        for _ in range(int(k)):
+            hv = int(state.istate[I_HV])
+            code = state.run(1)
+            work[0] += iteration_work(ld, active, int(state.istate[I_HV]) - hv)
+            active = float(np.dot(lens, state.work[1] > 0.0))
+            if code == 0:
+                return 0, int(state.istate[I_IT])
+            if work[0] > work_budget:
+                return 2, int(state.istate[I_IT])
+        return 1, int(state.istate[I_IT])
 
     def report():
         return float(state.fstate[F_F]), float(state.fstate[F_GNORM])
@@ -984,4 +1014,12 @@ def solve(
     )
     fit = LinearFit(state.vec[W].copy(), None, state.fstate[F_F], None, it, state.fstate[F_GNORM], status)
     fit.cg_iter = int(state.istate[I_HV])
+    fit.work = work[0]
     return fit
+
+
+def iteration_work(ld, active_values, products):
+    """What one Newton iteration visits, in stored values: a pass over every row for the outputs :math:`X s`
+    (:func:`~maxmargin.solvers._linear_common.pass_values`, as an epoch of the dual is priced), and the gradient
+    pass plus ``products`` Hessian-vector products over the active rows' ``active_values``."""
+    return float(pass_values(ld)) + (1.0 + products) * float(active_values)
