@@ -1075,6 +1075,33 @@ def test_tron_threads_match_serial(monkeypatch):
     assert _rel(a.objective, b.objective) < 1e-8
 
 
+@pytest.mark.parametrize("method", ["line_search", "trust_region"])
+def test_tron_on_kept_scratch_blocks_reads_nothing_unwritten(method):
+    """TRON's working arrays come uninitialised from kept blocks (maxmargin._scratch) where they are large: blocks
+    filled with NaN between two fits (and first used by a fit on other data) leave the result bit for bit the
+    same, on both threads' layout and serially."""
+    from maxmargin import _scratch
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(5)
+    X = sp.random(3000, 40_000, density=0.002, format="csr", random_state=rng)  # 10 x 40,001 weights: 3.2 MB
+    y = np.where(X @ rng.normal(size=40_000) + 0.1 * rng.normal(size=3000) > 0, 1.0, -1.0)
+    C = np.ones(3000)
+    ld = linear_data(X, 1.0)
+    for parallel in (True, False):
+        first = tron.solve(ld, y, C, tol=1e-6, method=method, parallel=parallel, compact=False)
+        other = linear_data(sp.random(2000, 40_000, density=0.003, format="csr", random_state=rng), 1.0)
+        tron.solve(other, np.where(rng.random(2000) < 0.5, 1.0, -1.0), np.ones(2000), compact=False)
+        assert _scratch.kept_bytes() >= 10 * 40_001 * 8
+        for entry in _scratch._blocks:
+            entry[0].fill(255)  # every double a NaN
+        again = tron.solve(ld, y, C, tol=1e-6, method=method, parallel=parallel, compact=False)
+        assert again.n_iter == first.n_iter and again.cg_iter == first.cg_iter
+        np.testing.assert_array_equal(again.w, first.w)
+        assert np.isfinite(again.objective) and again.objective == first.objective
+
+
 def test_thin_dense_data_go_to_csr_for_coordinate_descent_only():
     """linear_data(..., rows_first=True) hands dense data of <= CD_CSR_MAX_FEATURES features to the CSR loops (the
     faster layout for one-row updates); TRON's layout stays dense; the fits agree either way."""
