@@ -815,6 +815,24 @@ def test_float32_stays_and_threads_agree(monkeypatch):
     assert LinearSVC(n_jobs=2)._threads(4, 300) == 1  # small problems one after the other (THREADS_MIN_WORK)
 
 
+def test_crammer_singer_margins_from_its_objective_pass():
+    """Crammer-Singer's margin_ comes from the class norms its objective's pass sums over the weights the data can
+    make nonzero (no pass over coef_ of its own): 1 / ||coef_ row||, the bias left out, with columns stored nowhere
+    and the objective as NumPy computes it from coef_ and intercept_."""
+    rng = np.random.default_rng(12)
+    X = sp.random(500, 4000, density=0.01, format="csr", random_state=4)
+    X = sp.hstack([X[:, :2500], sp.csr_matrix((500, 1500))]).tocsr()
+    y = np.argmax(X[:, :2500] @ rng.normal(size=(2500, 4)) + 0.1 * rng.normal(size=(500, 4)), axis=1)
+    m = LinearSVC(multi_class="crammer_singer", tol=1e-6, max_iter=10**5, random_state=0).fit(X, y)
+    assert not np.any(m.coef_[:, 2500:]) and np.all(m.intercept_ != 0.0)
+    np.testing.assert_allclose(m.margin_, 1.0 / np.linalg.norm(m.coef_, axis=1), rtol=1e-10)
+    F = X @ m.coef_.T + m.intercept_
+    margins = 1.0 + F - F[np.arange(500), y][:, None]
+    margins[np.arange(500), y] = 0.0
+    expected = 0.5 * (np.sum(m.coef_**2) + np.sum(m.intercept_**2)) + np.maximum(margins.max(axis=1), 0.0).sum()
+    assert _rel(m.objective_[0], expected) < 1e-10
+
+
 def test_one_vs_rest_weights_written_side_by_side(monkeypatch):
     import pickle
 
@@ -1589,14 +1607,34 @@ def test_crammer_singer_primal_on_threads_equals_one_thread_and_numpy():
     C = rng.uniform(0.5, 2.0, size=3000)
     ld = linear_data(X, 1.0)
     Wt = rng.normal(size=(ld.n_weights, 7))
-    args = (*ld.args(), y.astype(np.int64), C, Wt)
+    every = np.arange(ld.n_weights)
+    args = (*ld.args(), y.astype(np.int64), C, Wt, every)
     par, ser = crammer_singer._primal_par(*args), crammer_singer._primal_ser(*args)
-    assert par == ser
+    assert par[1] == ser[1]
     F = X @ Wt[:-1] + Wt[-1]
     margins = 1.0 + F - F[np.arange(3000), y][:, None]
     margins[np.arange(3000), y] = 0.0
-    expected = 0.5 * np.sum(Wt * Wt) + C @ np.maximum(margins.max(axis=1), 0.0)
-    np.testing.assert_allclose(par, expected, rtol=1e-12)
+    np.testing.assert_array_equal(par[0], ser[0])
+    np.testing.assert_allclose(par[0], np.sum(Wt * Wt, axis=0), rtol=1e-12)
+    assert crammer_singer._primal(*args[:-1]) == crammer_singer._half(par[0]) + par[1]
+    np.testing.assert_allclose(par[1], C @ np.maximum(margins.max(axis=1), 0.0), rtol=1e-12)
+    # the norm over the rows the data can make nonzero (used_weights) only: the same where the others are 0
+    X = sp.random(3000, 20_000, density=0.00012, format="csr", random_state=6)  # ~6,000 of 20,000 columns used
+    ld = linear_data(X, 1.0)
+    used = crammer_singer.used_weights(ld)
+    assert used[-1] == 20_000 and 0.15 * 20_000 < used.shape[0] < 0.5 * 20_000
+    np.testing.assert_array_equal(used[:-1], np.flatnonzero(np.asarray((X != 0).sum(axis=0)).ravel()))
+    Wt = np.zeros((ld.n_weights, 7))
+    Wt[used] = rng.normal(size=(used.shape[0], 7))
+    every = np.arange(ld.n_weights)
+    for parallel in (True, False):
+        full = crammer_singer._primal_parts(*ld.args(), y.astype(np.int64), C, Wt, parallel)
+        some = crammer_singer._primal_parts(*ld.args(), y.astype(np.int64), C, Wt, parallel, used)
+        np.testing.assert_allclose(some[0], full[0], rtol=1e-13)
+        assert some[1] == full[1]
+        again = crammer_singer._primal_parts(*ld.args(), y.astype(np.int64), C, Wt, parallel, every)
+        np.testing.assert_array_equal(again[0], full[0])
+    assert crammer_singer.used_weights(linear_data(rng.normal(size=(50, 8)), 1.0)) is None
 
 
 def test_l1_solver_keeps_dense_columns_without_indices():

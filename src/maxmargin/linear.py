@@ -436,6 +436,10 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
         self.duality_gap_ = np.array([np.nan if f.gap is None else f.gap for f in fits])
         if stacked is not None:  # (summed as each problem's weights were placed)
             norms = np.sqrt(np.array([f.sqnorm for f in fits]))
+        elif len(fits) == 1 and getattr(fits[0], "class_sqnorms", None) is not None:
+            # Crammer-Singer's, summed with its objective over the weights the data can make nonzero (an einsum
+            # over every weight took 1.3 s of a 6.3 s fit at 200 x 2**20, faulting in pages nobody wrote)
+            norms = np.sqrt(np.maximum(fits[0].class_sqnorms, 0.0))
         elif coef.flags.f_contiguous and not coef.flags.c_contiguous:  # (Crammer-Singer's feature-major weights)
             # along the rows of the feature-major array: its contiguous order (the rows of coef strided: 2.3-3.4 s
             # against 0.07 s for 200 x 2**20 weights)
