@@ -1091,9 +1091,8 @@ def _hinge_objective(w, Xd, data, indices, indptr, dense, nf, bias, y, C, square
     pass in ``n_chunks`` blocks of rows (on threads in the parallel copy); ``offset`` empty: none.  (Through
     :func:`row_dot`, one running sum a row, this pass took 5.5 ms on ijcnn1; 0.9 ms so.)"""
     n = y.shape[0]
-    f = 0.0
-    for j in range(w.shape[0]):
-        f += 0.5 * w[j] * w[j]
+    # the squared norm in vector lanes (one running sum: ~0.6 ms of 500,000 weights, half the pass on fewwide)
+    f = 0.5 * _dense_row_dot(w, w, w.shape[0])
     wb = bias * w[nf] if bias > 0 else 0.0
     has_offset = offset.shape[0] > 0
     parts = np.zeros(n_chunks)
@@ -1133,9 +1132,7 @@ def _svr_objective(w, Xd, data, indices, indptr, dense, nf, bias, y, C, eps, squ
     r"""1/2 w.w + sum_i C_i r_i (or r_i^2), r_i = max(0, |w.x_i - y_i| - eps): LinearSVR's primal objective, one
     pass in ``n_chunks`` blocks of rows (on threads in the parallel copy; :func:`_hinge_objective`'s layout)."""
     n = y.shape[0]
-    f = 0.0
-    for j in range(w.shape[0]):
-        f += 0.5 * w[j] * w[j]
+    f = 0.5 * _dense_row_dot(w, w, w.shape[0])  # (vector lanes, as _hinge_objective's)
     wb = bias * w[nf] if bias > 0 else 0.0
     parts = np.zeros(n_chunks)
     for t in prange(n_chunks):
