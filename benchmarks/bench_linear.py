@@ -126,6 +126,9 @@ SETS = (
     "hash32",
     "heavyc",
     "colscale",
+    # session 61: click logs of 1.5M rows over 2**22 columns (no hot column), a large text set
+    "tall4",
+    "textbig",
 )
 C_OF = {"mnist": 0.01, "heavyc": 10.0}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

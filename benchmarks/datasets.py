@@ -1014,6 +1014,42 @@ def colscale(seed=60):
     return _split_at(_int32(X), y, 40_000)
 
 
+def tall4(seed=61):
+    """Click logs at scale (session 61): 1.4M + 100k binary rows of 6 hashed features uniform over 2**22 columns
+    (no column hot, 12% of the columns unused), two classes from weights on 5% of the columns: the weight vectors
+    (32 MB each) miss every cache, the Newton method's passes are latency-bound."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 1_500_000, 1 << 22
+    cols = np.sort(rng.integers(0, d, size=(n, 6)), axis=1)
+    X = sp.csr_matrix((np.ones(n * 6), cols.ravel(), np.arange(0, n * 6 + 1, 6)), shape=(n, d))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    w = rng.normal(size=d) * (rng.random(d) < 0.05)
+    y = np.where(X @ w + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    return _split_at(_int32(X), y, 1_400_000)
+
+
+def textbig(seed=61):
+    """A large text set (session 61): 270k + 30k unit-norm log-count documents of ~150 Zipf(1.1) terms over 200,000,
+    two classes from dense planted weights."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 300_000, 200_000
+    lengths = rng.poisson(150, n) + 1
+    ind = (rng.zipf(1.1, lengths.sum()) - 1) % d
+    ptr = np.r_[0, np.cumsum(lengths)]
+    X = sp.csr_matrix((np.ones(ind.size), ind, ptr), shape=(n, d))
+    X.sum_duplicates()
+    X.data = np.log1p(X.data)
+    X = (sp.diags(1 / np.sqrt(np.asarray(X.multiply(X).sum(1)).ravel())) @ X).tocsr()
+    X.sort_indices()
+    y = np.where(X @ rng.normal(size=d) + 0.2 * rng.normal(size=n) > 0, 1, -1)
+    return _split_at(_int32(X), y, 270_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1082,4 +1118,7 @@ LOADERS.update(
     hash32=hash32,
     heavyc=heavyc,
     colscale=colscale,
+    # session 61
+    tall4=tall4,
+    textbig=textbig,
 )
