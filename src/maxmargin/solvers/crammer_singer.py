@@ -47,6 +47,7 @@ from ._linear_common import (
     rand_below,
     rng_state,
     row_sqnorms,
+    used_columns,
 )
 
 INF = np.inf
@@ -458,11 +459,8 @@ def used_weights(ld):
     (the others stay 0: :math:`w_m = \\sum_i \\alpha_i^m x_i`); None for dense rows (all of them)."""
     if ld.dense:
         return None
-    mask = np.zeros(ld.n_weights, dtype=np.bool_)
-    mask[ld.indices] = True
-    if ld.bias > 0:
-        mask[ld.n_features] = True
-    return np.flatnonzero(mask)
+    cols = used_columns(ld)
+    return np.append(cols, ld.n_features) if ld.bias > 0 else cols
 
 
 def _primal_parts(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel=False, used=None):
