@@ -1093,6 +1093,43 @@ def test_tron_threads_match_serial(monkeypatch):
     assert _rel(a.objective, b.objective) < 1e-8
 
 
+def test_tron_chunk_accumulators_sit_apart_and_their_pads_stay_unread():
+    """Each chunk's accumulator row of TRON's passes starts on a 128-byte boundary, ACC_PAD_DOUBLES clear of the
+    next (unpadded, two threads wrote one cache line for every row: the gradient's pass ran slower on two threads
+    than on one), and the passes never read the pads: NaN there leaves the sums those of NumPy."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    acc = tron._accumulators(2, 46)
+    assert acc.shape[0] == 2 and acc.shape[1] >= 46 + tron.ACC_PAD_DOUBLES
+    assert acc.ctypes.data % 128 == 0 and acc.strides[0] % 128 == 0
+    rng = np.random.default_rng(11)
+    X = sp.random(400, 22, density=0.6, format="csr", random_state=rng)
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0)
+    C = rng.uniform(0.5, 2.0, 400)
+    ld = linear_data(X, 1.0)
+    m = ld.n_weights
+    w = rng.normal(size=m) * 0.3
+    Xb = np.hstack([X.toarray(), np.ones((400, 1))])
+    o, z = np.empty(400), np.empty(400)
+    act, n_act = np.empty(400, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    acc = tron._accumulators(2, 2 * m)
+    acc.fill(np.nan)
+    args = ld.args() + (bool(ld.unit),)
+    tron._fun_par(w, *args, y, C, 0, 0.0, o, 2)
+    np.testing.assert_allclose(o, Xb @ w, rtol=1e-12)
+    tron._grad_diag_par(o, *args, y, C, 0, 0.0, z, act, n_act, acc, 2)
+    r = np.minimum(y * o - 1.0, 0.0)
+    coef = 2.0 * C * r * y
+    both = acc[0, : 2 * m] + acc[1, : 2 * m]  # (interleaved: weight j's two sums at 2j and 2j + 1)
+    np.testing.assert_allclose(both[0::2], Xb.T @ coef, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(both[1::2], (Xb**2).T @ (2.0 * C * (r < 0)), rtol=1e-10)
+    acc[:, 2 * m :] = np.nan
+    v = rng.normal(size=m)
+    tron._hess_vec_par(v, *args, z, act, n_act, acc, 2)
+    np.testing.assert_allclose(acc[0, :m] + acc[1, :m], Xb.T @ (z * (Xb @ v)), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("method", ["line_search", "trust_region"])
 def test_tron_on_kept_scratch_blocks_reads_nothing_unwritten(method):
     """TRON's working arrays come uninitialised from kept blocks (maxmargin._scratch) where they are large: blocks
