@@ -214,6 +214,7 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(dual_split, "SPLIT_MIN_VALUES", 1)
     monkeypatch.setattr(dual_split, "SPLIT_MIN_DENSE_VALUES", 1)
     monkeypatch.setattr(dual_split, "cores", lambda: 2)
+    monkeypatch.setattr(dual_split, "exchange_ns", lambda: dual_split.REF_EXCHANGE_NS)
 
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
@@ -370,6 +371,7 @@ def test_split_fits_are_reproducible_and_use_the_threads(split_everything, monke
 
 def test_worth_splitting_wants_two_threads_long_rows_and_sparse_data(monkeypatch):
     monkeypatch.setattr(dual_split, "cores", lambda: 2)
+    monkeypatch.setattr(dual_split, "exchange_ns", lambda: dual_split.REF_EXCHANGE_NS)
     X, y = long_rows(n=12_000, d=50_000, per_row=160)
     ld = lc.linear_data(X, 1.0)
     assert ld.data.size >= dual_split.SPLIT_MIN_STORED
@@ -472,3 +474,32 @@ def test_a_busy_machine_runs_the_serial_mode_from_the_start(monkeypatch):
     got = _epochs(ld, y, threads=True)
     assert got.thread_epochs == 0 and got.stalls == 0
     np.testing.assert_array_equal(got.w, ref.w)
+
+
+def test_a_slower_exchange_asks_for_longer_rows(monkeypatch):
+    """Where the two threads' exchange takes k times REF_EXCHANGE_NS, rows must hold k times SPLIT_MIN_VALUES
+    values to be split (rows of 1,000 values and more keep their own rule; dense rows theirs)."""
+    monkeypatch.setattr(dual_split, "cores", lambda: 2)
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
+    X, _ = long_rows(n=12_000, d=50_000, per_row=160)
+    ld = lc.linear_data(X, 1.0)
+    monkeypatch.setattr(dual_split, "exchange_ns", lambda: 1.0)  # faster than the reference: the same rule
+    assert dual_split.worth_splitting(ld, 2)
+    monkeypatch.setattr(dual_split, "exchange_ns", lambda: 3.0 * dual_split.REF_EXCHANGE_NS)
+    assert not dual_split.worth_splitting(ld, 2)  # 160 < 3 x 128
+    longer, _ = long_rows(n=5_000, d=50_000, per_row=500)  # (389 values a row after repeats)
+    assert dual_split.worth_splitting(lc.linear_data(longer, 1.0), 2)
+    wide, _ = long_rows(n=800, d=200_000, per_row=1_500)
+    assert dual_split.worth_splitting(lc.linear_data(wide, 1.0), 2)
+
+
+def test_exchange_ns_times_the_threads_once_a_process(monkeypatch):
+    """exchange_ns() times real round trips between two threads (a positive, finite number of nanoseconds, well
+    under a millisecond on an idle machine) and keeps the value: later calls do not time again."""
+    monkeypatch.setattr(dual_split, "_EXCHANGE_NS", [])
+    calls = []
+    real = dual_split._ping_pong
+    monkeypatch.setattr(dual_split, "_ping_pong", lambda *a: calls.append(a[0]) or real(*a))
+    first = dual_split.exchange_ns()
+    assert 0.0 < first < 1e6 and sorted(calls) == [0, 0, 1, 1]
+    assert dual_split.exchange_ns() == first and len(calls) == 4

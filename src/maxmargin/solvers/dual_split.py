@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import platform
 import threading
+import time
 
 import numpy as np
 from llvmlite import ir
@@ -60,8 +61,16 @@ from ._linear_common import (
 INF = np.inf
 
 #: rows of fewer stored values than this on average keep the serial epochs (rows of 59 values: the exchange
-#: costs as much as the half row saved)
+#: costs as much as the half row saved) -- on a machine whose exchange takes :data:`REF_EXCHANGE_NS`; where it
+#: takes longer (:func:`exchange_ns`) the rows must be longer in proportion
 SPLIT_MIN_VALUES = 128
+#: the exchange's round trip where :data:`SPLIT_MIN_VALUES` was measured (session 34: the two cores of an AMD
+#: EPYC KVM guest, 40-60 ns).  Session 62, an Intel Xeon guest of 2 cores: 140 ns, and the split took 1.09x the
+#: plain epochs' time on bigrams (248 values a row; 234 against 216 ms) and 1.13x on news20b (243; 116 against
+#: 103 ms) where it had paid 0.8-0.9x on the AMD guest; longdocs (1,055) still 0.82x
+REF_EXCHANGE_NS = 60.0
+#: round trips :func:`exchange_ns` times
+EXCHANGE_PROBES = 4000
 #: dense rows of fewer values than this keep the plain epochs (their vector sums stream the rows: 2,000 values a row
 #: split gave 0.93x the time for LinearSVC, 1.05x for LinearSVR; 20,000 a row 0.72x and 0.95x)
 SPLIT_MIN_DENSE_VALUES = 4096
@@ -259,12 +268,54 @@ def worth_splitting(ld, n_threads):
     stored = ld.Xd.size if ld.dense else ld.data.size
     rows = max(ld.n_samples, 1)
     if stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * rows:
-        return True
+        if ld.dense or stored >= SPLIT_MIN_VALUES * rows * max(1.0, exchange_ns() / REF_EXCHANGE_NS):
+            return True
     # the smaller data of long rows: fits of ~10 ms, for which a core busy now is busy throughout, and the split's
     # serial mode is slower than the plain epochs (fewwide beside a busy process: 1.37-1.41 of LIBLINEAR's time
     # against 1.20-1.28)
     long_rows = not ld.dense and stored >= SPLIT_MIN_STORED_LONG and stored >= SPLIT_LONG_ROW * rows
     return long_rows and not other_cores_busy()
+
+
+@njit(cache=True, nogil=True)
+def _ping_pong(t, box, n):
+    """``n`` exchanges of thread ``t`` with the other (:func:`_post_and_read`'s protocol, nothing posted); gives
+    its core away after :data:`SPIN_LIMIT` spins of a wait."""
+    for c in range(1, n + 1):
+        base = (t * 2 + (c & 1)) * BOX_LINE
+        _store_release(box, base + 1, float(c))
+        other = ((1 - t) * 2 + (c & 1)) * BOX_LINE
+        spins = 0
+        while _load_acquire(box, other + 1) != float(c):
+            if spins < SPIN_LIMIT:
+                _spin_pause()
+            else:
+                _yield_cpu()
+            spins += 1
+    return 0
+
+
+_EXCHANGE_NS = []
+
+
+def exchange_ns():
+    """Nanoseconds of one exchange between two threads on this machine (a round trip of
+    :data:`EXCHANGE_PROBES`, timed once a process, the better of two runs): what a split row pays beyond its half
+    of the work (:func:`worth_splitting`)."""
+    if not _EXCHANGE_NS:
+        best = np.inf
+        for _ in range(2):
+            raw = np.zeros(4 * BOX_LINE + 8)
+            skip = (-raw.ctypes.data % 64) // 8
+            box = raw[skip : skip + 4 * BOX_LINE]
+            helper = threading.Thread(target=_ping_pong, args=(1, box, EXCHANGE_PROBES), daemon=True)
+            t0 = time.perf_counter()
+            helper.start()
+            _ping_pong(0, box, EXCHANGE_PROBES)
+            helper.join()
+            best = min(best, (time.perf_counter() - t0) / EXCHANGE_PROBES * 1e9)
+        _EXCHANGE_NS.append(float(best))
+    return _EXCHANGE_NS[0]
 
 
 # --------------------------------------------------------------------------- the epochs
