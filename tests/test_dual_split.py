@@ -497,9 +497,27 @@ def test_exchange_ns_times_the_threads_once_a_process(monkeypatch):
     """exchange_ns() times real round trips between two threads (a positive, finite number of nanoseconds, well
     under a millisecond on an idle machine) and keeps the value: later calls do not time again."""
     monkeypatch.setattr(dual_split, "_EXCHANGE_NS", [])
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
     calls = []
     real = dual_split._ping_pong
     monkeypatch.setattr(dual_split, "_ping_pong", lambda *a: calls.append(a[0]) or real(*a))
     first = dual_split.exchange_ns()
     assert 0.0 < first < 1e6 and sorted(calls) == [0, 0, 1, 1]
     assert dual_split.exchange_ns() == first and len(calls) == 4
+
+
+def test_exchange_ns_without_a_partner_gives_up_at_once_and_keeps_nothing(monkeypatch):
+    """A thread whose partner never posts stops at its first stalled wait (no hang), and a run that gave up -- or
+    a busy machine -- leaves the reference value, timed again later."""
+    import time
+
+    raw = np.zeros(4 * dual_split.BOX_LINE)
+    t0 = time.perf_counter()
+    assert dual_split._ping_pong(0, raw, 1000) == 0
+    assert time.perf_counter() - t0 < 5.0
+    monkeypatch.setattr(dual_split, "_EXCHANGE_NS", [])
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: True)
+    assert dual_split.exchange_ns() == dual_split.REF_EXCHANGE_NS and dual_split._EXCHANGE_NS == []
+    monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
+    monkeypatch.setattr(dual_split, "_ping_pong", lambda t, box, n: n - 1 if t == 1 else n)  # the helper gave up
+    assert dual_split.exchange_ns() == dual_split.REF_EXCHANGE_NS and dual_split._EXCHANGE_NS == []

@@ -277,44 +277,58 @@ def worth_splitting(ld, n_threads):
     return long_rows and not other_cores_busy()
 
 
+#: spins (in all) after which :func:`_ping_pong` gives up (~50 ms); it gives up too at a wait of :data:`SPIN_LIMIT`
+#: spins, a stall: the other thread waits for a core
+PING_PONG_MAX_SPINS = 1 << 20
+
+
 @njit(cache=True, nogil=True)
 def _ping_pong(t, box, n):
-    """``n`` exchanges of thread ``t`` with the other (:func:`_post_and_read`'s protocol, nothing posted); gives
-    its core away after :data:`SPIN_LIMIT` spins of a wait."""
+    """Up to ``n`` exchanges of thread ``t`` with the other (:func:`_post_and_read`'s protocol, nothing posted);
+    returns the exchanges made: fewer than ``n`` when a wait reached :data:`SPIN_LIMIT` spins or the waits
+    :data:`PING_PONG_MAX_SPINS` in all (the other thread then stops at its next wait)."""
+    spins = 0
     for c in range(1, n + 1):
         base = (t * 2 + (c & 1)) * BOX_LINE
         _store_release(box, base + 1, float(c))
         other = ((1 - t) * 2 + (c & 1)) * BOX_LINE
-        spins = 0
+        wait = 0
         while _load_acquire(box, other + 1) != float(c):
-            if spins < SPIN_LIMIT:
-                _spin_pause()
-            else:
-                _yield_cpu()
+            _spin_pause()
+            wait += 1
             spins += 1
-    return 0
+            if wait >= SPIN_LIMIT or spins >= PING_PONG_MAX_SPINS:
+                return c - 1
+    return n
 
 
 _EXCHANGE_NS = []
 
 
 def exchange_ns():
-    """Nanoseconds of one exchange between two threads on this machine (a round trip of
-    :data:`EXCHANGE_PROBES`, timed once a process, the better of two runs): what a split row pays beyond its half
-    of the work (:func:`worth_splitting`)."""
-    if not _EXCHANGE_NS:
-        best = np.inf
-        for _ in range(2):
-            raw = np.zeros(4 * BOX_LINE + 8)
-            skip = (-raw.ctypes.data % 64) // 8
-            box = raw[skip : skip + 4 * BOX_LINE]
-            helper = threading.Thread(target=_ping_pong, args=(1, box, EXCHANGE_PROBES), daemon=True)
-            t0 = time.perf_counter()
-            helper.start()
-            _ping_pong(0, box, EXCHANGE_PROBES)
-            helper.join()
-            best = min(best, (time.perf_counter() - t0) / EXCHANGE_PROBES * 1e9)
-        _EXCHANGE_NS.append(float(best))
+    """Nanoseconds of one exchange between two threads on this machine (:data:`EXCHANGE_PROBES` round trips, the
+    better of two runs): what a split row pays beyond its half of the work (:func:`worth_splitting`).  Timed once a
+    process, when the other cores are free (:func:`other_cores_busy`); until then, and where a run gave up (a
+    thread waited for a core), :data:`REF_EXCHANGE_NS` is returned and nothing is kept."""
+    if _EXCHANGE_NS:
+        return _EXCHANGE_NS[0]
+    if other_cores_busy():
+        return REF_EXCHANGE_NS
+    best = np.inf
+    for _ in range(2):
+        raw = np.zeros(4 * BOX_LINE + 8)
+        skip = (-raw.ctypes.data % 64) // 8
+        box = raw[skip : skip + 4 * BOX_LINE]
+        done = [0]
+        helper = threading.Thread(target=lambda: done.__setitem__(0, _ping_pong(1, box, EXCHANGE_PROBES)), daemon=True)
+        t0 = time.perf_counter()
+        helper.start()
+        made = _ping_pong(0, box, EXCHANGE_PROBES)
+        helper.join()
+        if made < EXCHANGE_PROBES or done[0] < EXCHANGE_PROBES:
+            return REF_EXCHANGE_NS
+        best = min(best, (time.perf_counter() - t0) / EXCHANGE_PROBES * 1e9)
+    _EXCHANGE_NS.append(float(best))
     return _EXCHANGE_NS[0]
 
 
