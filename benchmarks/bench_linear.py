@@ -13,7 +13,8 @@ bias feature 1 (LIBLINEAR's ``-B 1``; scikit-learn's
 default) and the primal Newton method with a line search (``-s 2``, as liblinear-official 2.40+; tol 0.01, its
 default).  Fit times are the median of
 ``--repeat`` fits in this process (after warm-up fits: one, or as many as 0.1 s holds; and fits of
-milliseconds are repeated until 0.3 s have passed, at most 200), data conversion excluded for every peer
+milliseconds are repeated until 0.3 s of them have passed, at most 200; since session 62 the peers' timed fits
+alternate, one fit each a round), data conversion excluded for every peer
 (LIBLINEAR's problem is built once).  The primal objective of every model is computed here by one function from
 its weights, so the objectives compare directly.  Ratio = fit time / LIBLINEAR's (same solver); < 1: faster.
 ``maxmargin`` is seeded (``random_state=0``: serial, reproducible); ``maxmargin-async`` (dual solver only) is
@@ -308,13 +309,13 @@ def run_set(name, repeat, peers, C=None, tol_all=None):
     for sname, (snum, tol_default) in SOLVERS.items():
         tol = tol_default if tol_all is None else tol_all
         res = {}
-        for pname in peers:
-            if pname == "maxmargin-async" and sname != "dual":
-                continue  # the asynchronous epochs are the dual solver's
-            peer = Peer(pname, snum, tol, C)
-            peer.prepare(Xtr, ytr)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+        active = [p for p in peers if not (p == "maxmargin-async" and sname != "dual")]  # (async: the dual's)
+        runs = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for pname in active:
+                peer = Peer(pname, snum, tol, C)
+                peer.prepare(Xtr, ytr)
                 # warm-up (first touch of memory, compiled code): one fit, and for fits of milliseconds more of them,
                 # up to WARM_SECONDS, so that every peer is timed in the same steady state
                 t_warm = time.perf_counter()
@@ -322,16 +323,29 @@ def run_set(name, repeat, peers, C=None, tol_all=None):
                     peer.fit(Xtr, ytr)
                     if time.perf_counter() - t_warm >= WARM_SECONDS:
                         break
-                times, cpus = [], []
-                t_loop = time.perf_counter()
-                while len(times) < repeat or (
-                    time.perf_counter() - t_loop < MIN_SECONDS and len(times) < MAX_FITS
-                ):  # fits of milliseconds: at least MIN_SECONDS of them (the median of many, not of a few)
+                runs[pname] = (peer, [], [], [0.0], [None])
+            # the timed fits alternate between the peers, a fit each a round, so that a machine's slow phase falls on
+            # all of them (one peer's fits after the other's: ratios drifted 0.43-0.58 on mushrooms, session 62):
+            # at least --repeat fits each, and fits of milliseconds until MIN_SECONDS of them (the median of many)
+            while True:
+                pending = [
+                    p
+                    for p, (_, times, _, spent, _) in runs.items()
+                    if len(times) < repeat or (spent[0] < MIN_SECONDS and len(times) < MAX_FITS)
+                ]
+                if not pending:
+                    break
+                for pname in pending:
+                    peer, times, cpus, spent, last = runs[pname]
                     t = time.perf_counter()
                     c = time.process_time()
-                    coef, b, predict = peer.fit(Xtr, ytr)
+                    last[0] = peer.fit(Xtr, ytr)
                     times.append(time.perf_counter() - t)
                     cpus.append(time.process_time() - c)
+                    spent[0] += times[-1]
+        for pname in active:
+            _, times, cpus, _, last = runs[pname]
+            coef, b, predict = last[0]
             obj = objective(coef, b, Xtr, ytr, C)
             acc = float(np.mean(predict(Xte) == yte))
             res[pname] = (statistics.median(times), min(times), max(times), statistics.median(cpus), obj, acc)

@@ -98,15 +98,6 @@ def _prefetch_weights(i, indices, indptr, v, a):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _prefetch_pairs(i, indices, indptr, a):
-    """Prefetch the interleaved gradient accumulators ``a[2j]`` (and so ``a[2j + 1]``) of the (first 16) columns
-    ``j`` of CSR row ``i``."""
-    lo = indptr[i]
-    for k in range(lo, min(indptr[i + 1], lo + 16)):
-        _prefetch(a, uint64(2) * uint64(indices[k]))
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _residual(o, yi, kind, eps):
     """(r, s): the active piece's residual r (0 when inactive) and sign s of the loss at output ``o``."""
     if kind == 0:
@@ -155,11 +146,12 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, 
     ``act[lo_t : lo_t + n_act[t]]`` and ``acc[t]`` = :math:`X^T coef` and :math:`X^T (z x^2)` interleaved (weight
     ``j``'s at ``2j`` and ``2j + 1``; coef_i = 2 C_i r_i s_i); the caller adds the chunks, ``w`` and 1.  (Side by
     side, ``[X^T coef | X^T (z x^2)]``, every stored value wrote two cache lines a weight vector apart: on 2**20
-    hashed columns, 16 MB of accumulator a chunk, the pass took 44 ms against ~30 interleaved, session 62.)"""
+    hashed columns, 16 MB of accumulator a chunk, the pass took 44 ms against 27-34 interleaved, session 62.  A
+    prefetch of the accumulators 8 rows ahead, as the other passes prefetch the weights, made it slower: 30.5
+    against 26.6 ms on two threads, 43.9 against 40.3 on one; textbig 74.8 against 71.1.)"""
     n = y.shape[0]
     has_bias = bias > 0
     m = nf + 1 if has_bias else nf  # (acc's rows are padded: ACC_PAD_DOUBLES)
-    far = (not dense) and m > FAR_WEIGHTS // 2  # (two accumulators a weight)
     for t in prange(n_chunks):
         a = acc[t]
         a[: 2 * m] = 0.0
@@ -169,8 +161,6 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, 
         cb = 0.0  # the bias feature's sums, added once after the rows
         zb = 0.0
         for i in range(uint64(lo), uint64(hi)):
-            if far and i + WEIGHTS_AHEAD < hi:
-                _prefetch_pairs(i + WEIGHTS_AHEAD, indices, indptr, a)
             r, sgn = _residual(o[i], y[i], kind, eps)
             if r == 0.0:
                 z[i] = 0.0
