@@ -305,6 +305,13 @@ def _ping_pong(t, box, n):
 _EXCHANGE_NS = []
 
 
+def _new_box():
+    """The exchange's zeroed box: a 64-byte line per thread and parity, the first on a line boundary."""
+    raw = np.zeros(4 * BOX_LINE + 8)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip : skip + 4 * BOX_LINE]
+
+
 def exchange_ns():
     """Nanoseconds of one exchange between two threads on this machine (:data:`EXCHANGE_PROBES` round trips, the
     better of two runs): what a split row pays beyond its half of the work (:func:`worth_splitting`).  Timed once a
@@ -316,9 +323,7 @@ def exchange_ns():
         return REF_EXCHANGE_NS
     best = np.inf
     for _ in range(2):
-        raw = np.zeros(4 * BOX_LINE + 8)
-        skip = (-raw.ctypes.data % 64) // 8
-        box = raw[skip : skip + 4 * BOX_LINE]
+        box = _new_box()
         done = [0]
         helper = threading.Thread(target=lambda: done.__setitem__(0, _ping_pong(1, box, EXCHANGE_PROBES)), daemon=True)
         t0 = time.perf_counter()
@@ -711,9 +716,7 @@ class SplitEpochs:
         self.fstate = [np.array([INF, -INF, INF, -INF, INF]), None]
         if fstate is not None:
             self.fstate[0][:3] = fstate
-        raw = np.zeros(4 * BOX_LINE + 8)
-        skip = (-raw.ctypes.data % 64) // 8
-        self.box = raw[skip : skip + 4 * BOX_LINE]
+        self.box = _new_box()
         self.threads = bool(threads)
         self.stalls = 0
         self.thread_epochs = 0
