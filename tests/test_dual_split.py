@@ -292,7 +292,7 @@ def _wide_tail_rows(n=300, seed=6):
 
 
 @pytest.mark.parametrize("threads", [1 << 62, 0], ids=["one_thread", "two_threads"])
-def test_the_fold_writes_unsorted_rows_partitioned_at_the_split_column(monkeypatch, threads):
+def test_the_fold_writes_unsorted_rows_partitioned_at_the_split_column(split_everything, monkeypatch, threads):
     """fold_singletons records the split column (the quantile of the kept columns' counts) and writes each row's
     values below it first, each part in the row's order: the split epochs take them without a copy of their own."""
     X, _ = _wide_tail_rows()
@@ -526,3 +526,27 @@ def test_exchange_ns_without_a_partner_gives_up_at_once_and_keeps_nothing(monkey
     monkeypatch.setattr(dual_split, "other_cores_busy", lambda: False)
     monkeypatch.setattr(dual_split, "_ping_pong", lambda t, box, n: n - 1 if t == 1 else n)  # the helper gave up
     assert dual_split.exchange_ns() == dual_split.REF_EXCHANGE_NS and dual_split._EXCHANGE_NS == []
+
+
+def test_the_fold_leaves_rows_unpartitioned_where_the_split_cannot_come(monkeypatch):
+    """Rows too short for the split epochs at any thread count (``may_split``): the fold records no split column
+    and writes each row in its own order (the partition's work saved)."""
+    X, _ = _wide_tail_rows()
+    Xu = _shuffled_rows(X, seed=7)
+    monkeypatch.setattr(lc, "cores", lambda: 2)
+    monkeypatch.setattr(dual_split, "cores", lambda: 2)
+    monkeypatch.setattr(dual_split, "exchange_ns", lambda: dual_split.REF_EXCHANGE_NS)
+    ld = lc.linear_data(Xu, 1.0)
+    assert not dual_split.may_split(ld.n_features, ld.data.size, ld.n_samples)
+    fu = lc.fold_singletons(ld)
+    assert fu is not None and fu.ld.split_at == 0
+    counts = np.bincount(Xu.indices, minlength=Xu.shape[1])
+    for i in range(0, Xu.shape[0], 37):  # each row's kept columns, renumbered, in the row's own order
+        cols = Xu.indices[Xu.indptr[i] : Xu.indptr[i + 1]]
+        kept = cols[counts[cols] >= 2]
+        got = fu.ld.indices[fu.ld.indptr[i] : fu.ld.indptr[i + 1]]
+        np.testing.assert_array_equal(fu.kept[got], kept)
+    # the same data may split once the rows count as long enough: then the column is recorded
+    monkeypatch.setattr(dual_split, "SPLIT_MIN_STORED", 0)
+    monkeypatch.setattr(dual_split, "SPLIT_MIN_VALUES", 1)
+    assert lc.fold_singletons(lc.linear_data(Xu, 1.0)).ld.split_at > 0

@@ -1509,6 +1509,11 @@ def test_one_row_features_folded_into_the_diagonal(squared, unit):
     xi = lambda w: np.maximum(0.0, 1.0 - y * (X @ w[:-1] + w[-1]))  # noqa: E731
     obj = lambda w: 0.5 * w @ w + 0.7 * np.sum(xi(w) ** 2 if squared else xi(w))  # noqa: E731
     assert obj(fits[1].w) == pytest.approx(obj(w_ref), rel=1e-4)
+    # the reported objective is the primal's at the returned weights (folded: from the final check's pass, with
+    # the folded features' share of each row's output added there)
+    for fit in fits:
+        assert fit.status == "converged"
+        assert fit.objective == pytest.approx(obj(fit.w), rel=1e-12)
 
 
 @pytest.mark.parametrize("unit", [False, True], ids=["values", "01"])
@@ -1915,3 +1920,28 @@ def test_object_string_labels_fit_as_numpy_strings(monkeypatch):
     with pytest.raises(ValueError, match="Unknown label type"):  # integers as objects: scikit-learn's check refuses
         LinearSVC(random_state=0).fit(X, np.where(yu == "spam", 1, 0).astype(object))
     assert checked == [1]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_value_checks_find_a_bad_value_wherever_it_sits(dtype):
+    """``_all_ones`` and ``_all_float32`` test a block of values at a time (session 63): a failing value at a block's
+    first or last place, in the tail after the last whole block, or in a short array is still found."""
+    from maxmargin.solvers._linear_common import CHECK_BLOCK, _all_float32, _all_ones
+
+    B = CHECK_BLOCK
+    for n in (0, 1, 7, B - 1, B, B + 1, 3 * B + 5):
+        ones = np.ones(n, dtype)
+        assert _all_ones(ones) and _all_float32(ones.astype(np.float64))
+        for at in sorted({0, B - 1, B, 2 * B, n - 1} & set(range(n))):
+            for bad in (0.5, 0.0, np.nan, np.inf):
+                a = ones.copy()
+                a[at] = bad
+                assert not _all_ones(a), (n, at, bad)
+            # a float64 value that float32 cannot hold, and one it can
+            a = ones.astype(np.float64)
+            a[at] = 0.1
+            assert not _all_float32(a), (n, at)
+            a[at] = 0.25
+            assert _all_float32(a), (n, at)
+            a[at] = np.nan
+            assert not _all_float32(a), (n, at)

@@ -142,9 +142,15 @@ def test_settled_rows_against_numpy(dense):
     C = rng.uniform(0.5, 2.0, size=n)
     for squared in (False, True):
         index[:] = -1
-        viol, keep, loss = dual_cd.settled_rows(*args, pmax, pmin, C, squared)
+        viol, keep, loss = dual_cd.settled_rows(*args, pmax, pmin, C, squared, dual_cd.NO_RECORDS)
         xi = np.maximum(1.0 - y * (X @ w[:-1] + w[-1]), 0.0)  # the primal's loss at this w
         assert loss == pytest.approx(C @ (xi * xi if squared else xi), rel=1e-12)
+        if not dense:  # folded rows: each row's folded features add alpha_i m_i to y_i w . x_i in the loss
+            mass = rng.uniform(0.0, 2.0, size=n)
+            index[:] = -1
+            _, _, folded_loss = dual_cd.settled_rows(*args, pmax, pmin, C, squared, mass)
+            xi = np.maximum(1.0 - y * (X @ w[:-1] + w[-1]) - alpha * mass, 0.0)
+            assert folded_loss == pytest.approx(C @ (xi * xi if squared else xi), rel=1e-12)
     assert viol == pytest.approx(max(PG.max(), 0.0) - min(PG.min(), 0.0), rel=1e-12)
     assert keep == int((~settled).sum())
     assert sorted(index[:keep]) == list(np.flatnonzero(~settled))
