@@ -1516,6 +1516,27 @@ def test_one_row_features_folded_into_the_diagonal(squared, unit):
         assert fit.objective == pytest.approx(obj(fit.w), rel=1e-12)
 
 
+def test_short_fits_skip_the_fold_unless_problems_share_it():
+    """A single problem whose rows' mean C_i |x_i|^2 is below FOLD_MIN_CX (a fit of a few epochs) runs without
+    the fold; at a larger C, or for problems that share the data (``fold='shared'``, one-vs-rest) it folds.  The
+    results agree either way."""
+    from maxmargin.solvers import dual_cd
+    from maxmargin.solvers._linear_common import linear_data, sqnorms
+
+    X, y01 = _hashed()
+    y = np.where(y01 == 1, 1.0, -1.0)
+    norms = sqnorms(linear_data(X, 1.0, rows_first=True))
+    small = 0.5 * dual_cd.FOLD_MIN_CX / norms.mean()  # mean C |x|^2 half the threshold
+    fits = {}
+    for C, fold in ((small, True), (small, "shared"), (4 * small, True), (small, False)):
+        ld = linear_data(X, 1.0, rows_first=True)
+        fits[C, fold] = dual_cd.solve_svc(ld, y, np.full(y.shape[0], C), tol=1e-8, seed=0, fold=fold)
+        folded = getattr(ld, "_folded", None) is not None
+        assert folded == (fold == "shared" or C > small), (C, fold)
+    for key in ((small, True), (small, "shared")):
+        np.testing.assert_allclose(fits[key].w, fits[small, False].w, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("unit", [False, True], ids=["values", "01"])
 def test_fold_on_two_threads_writes_the_one_thread_arrays(monkeypatch, unit):
     """_fold_entries: the second half of the rows written backwards from the arrays' ends on a second thread gives

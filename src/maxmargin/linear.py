@@ -579,6 +579,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                 cols = (cd_l1.fused_columns(X, bias) if len(targets) == 1 else None) or cd_l1.to_columns(X, bias)
             fused = cols is not None and cd_l1.is_fused(cols)
             threads = self._threads(len(targets), X.shape[0])
+            fold = "shared" if len(targets) > 1 else True  # (the dual CD's fold of one-row features; dual_cd.solve_svc)
 
             def job(p_no, m):
                 pos = y_idx == m
@@ -604,6 +605,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         n_threads=self._async_threads(len(targets)),
                         split_threads=self._split_threads(len(targets)),
                         primal_data=dense_ld,
+                        fold=fold,
                         **opts,
                     )
                 if solver == 3:  # LIBLINEAR's -s 3: the dual, then the interior point if it stalls
@@ -616,6 +618,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         alpha0=prev_dual,
                         n_threads=self._async_threads(len(targets)),
                         split_threads=self._split_threads(len(targets)),
+                        fold=fold,
                         **opts,
                     )
                 if solver == 2:

@@ -582,6 +582,18 @@ _svc_epochs_rec_staged_head = with_constants(
 _svc_epochs_rec = with_constants(_svc_epochs_rec, "_plain", {"STAGED": False}, nogil=True, error_model="numpy")
 
 
+#: :func:`solve_svc` (``fold=True``) folds only where the rows' mean :math:`C_i\|x_i\|^2` (the bias feature
+#: included) is at least this.  Below it each row's own multiplier moves its output little (the hinge's
+#: :math:`\alpha_i \le C_i`; the squared hinge's diagonal :math:`1/(2C_i)` dwarfs :math:`\|x_i\|^2`) and the
+#: fits are a few epochs long, too few to pay back the fold's passes (news20b's 2.9M values: 18-23 ms).  Session 63
+#: (Intel host, tol 0.1, no fold / fold, one process alternating): squared hinge news20b (unit rows) C = 0.01 0.74-0.86
+#: (4 epochs), C = 0.03 0.84, hashed300k (4 ones a row) C = 0.01 0.50-0.68 (3 epochs), bigrams C = 0.01 0.84-0.92;
+#: hinge news20b C = 0.01 0.70, hashed300k 0.61.  At C = 0.1 (0.2-0.5 here: folded as before) news20b 0.93,
+#: bigrams 1.13, hashed300k 0.73; at C = 1 news20b 0.88-1.11, at tol 1e-4 (20 epochs) news20b 1.12-1.21.  One-vs-rest
+#: problems share one fold (``fold='shared'``): 200 classes on sparse200c fold 0.8-0.9 of the time at C = 0.01.
+FOLD_MIN_CX = 0.1
+
+
 def record_epochs(plan, whole):
     """The classifier's record epochs for prefetch ``plan`` (:func:`~._linear_common.prefetch_plan`) and whether the
     staged scheme prefetches ``whole`` rows (:func:`whole_rows`)."""
@@ -1026,7 +1038,9 @@ def solve_svc(
     ``ld``: :class:`~maxmargin.solvers._linear_common.LinearData`; ``y`` in {-1, +1}; ``C`` per sample (> 0);
     ``alpha0``: a warm start (clipped into the new box).  Returns a :class:`LinearFit` (``dual`` = alpha).
     ``fold``: let :func:`~maxmargin.solvers._linear_common.fold_singletons` take the features stored in one
-    row only out of the epochs (where they hold enough of the data; the same problem, solved with fewer weights).
+    row only out of the epochs (where they hold enough of the data; the same problem, solved with fewer weights),
+    except where the fit will be short (:data:`FOLD_MIN_CX`); ``'shared'``: the fold serves several problems on
+    the same data (one-vs-rest), and is made for short fits too.
 
     ``n_threads`` > 1 on large data (:func:`async_workers`) runs the epochs *asynchronously* first, in the
     manner of PASSCoDe-Wild (Hsieh, Yu and Dhillon, ICML 2015): the rows are split at random among the workers,
@@ -1056,10 +1070,14 @@ def solve_svc(
     else:
         diag = np.zeros(n)
         upper = C.copy()
-    QD = sqnorms(ld) + diag
+    norms = sqnorms(ld)
+    QD = norms + diag
     full = ld
     # features stored in one row only become a diagonal term of that row (fold_singletons): the epochs run
-    # on the other features, the same iterates in exact arithmetic
+    # on the other features, the same iterates in exact arithmetic; a single problem skips it where its rows'
+    # mean C_i |x_i|^2 says the fit is a few epochs long (FOLD_MIN_CX)
+    if fold and fold != "shared" and not hasattr(ld, "_folded"):
+        fold = float(C @ norms) >= FOLD_MIN_CX * max(n, 1)
     folded = fold_singletons(ld) if fold else None
     diag_full = diag
     if folded is not None:
