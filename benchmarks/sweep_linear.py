@@ -5,11 +5,12 @@ liblinear-official, same solver, same ``tol`` (LIBLINEAR's ``-e``), same data, o
     python benchmarks/sweep_linear.py text100/cs hashed300k/l1 --repeat 5
     python benchmarks/sweep_linear.py --list
     python benchmarks/sweep_linear.py --tol 1e-4          # every case at scikit-learn's default tol
+    python benchmarks/sweep_linear.py news20b/hinge --C 0.01   # another C for every case (default 1)
 
 Cases are ``set/solver``: ``hinge`` (``loss='hinge'``, LIBLINEAR ``-s 3``, tol 0.1), ``l1`` (``penalty='l1'``,
 ``-s 5``, tol 0.01), ``cs`` (``multi_class='crammer_singer'``, ``-s 4``, tol 0.1), and for regression
 ``svr-l1`` (``-s 13``, tol 0.1), ``svr-l2`` (squared, dual, ``-s 12``, tol 0.1) and ``svr-primal`` (``-s 11``,
-tol 0.001); C = 1, bias feature 1, epsilon 0.  Sets: the classification shapes of ``datasets.py``
+tol 0.001); C = 1 (``--C``), bias feature 1, epsilon 0.  Sets: the classification shapes of ``datasets.py``
 (``text100``, ``sparse40k``, ``hashed300k``, ``tall200k``, ``letter26``, ``text2``, ``dense2k``) and three
 generated regression sets, ``reg_dense`` (100,000 x 50 Gaussian, planted weights plus unit noise), ``reg_text``
 (``text100``'s rows, 20,000 of them, with a planted sparse linear target) and ``reg_wide`` (5,000 x 2,000
@@ -239,9 +240,9 @@ def median_time(fit, repeat):
     return statistics.median(times), out
 
 
-def run_case(case, data, repeat, tol=None):
+def run_case(case, data, repeat, tol=None, C=1.0):
     """Time one ``set/solver`` case on ``data`` and print its row; ``tol``: for both libraries, else the solver's
-    LIBLINEAR default (:data:`SOLVERS`)."""
+    LIBLINEAR default (:data:`SOLVERS`); ``C``: for both, and in the objectives."""
     from liblinear.liblinearutil import parameter, predict, problem, train
 
     import maxmargin
@@ -254,16 +255,16 @@ def run_case(case, data, repeat, tol=None):
     extra = dict(epsilon=0.0) if regression else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t_mm, est = median_time(lambda: est_cls(C=1.0, tol=tol, random_state=0, **kw, **extra).fit(Xtr, ytr), repeat)
+        t_mm, est = median_time(lambda: est_cls(C=C, tol=tol, random_state=0, **kw, **extra).fit(Xtr, ytr), repeat)
     capped = any("max_iter" in str(w.message) for w in caught)
     prob = problem(np.asarray(ytr, dtype=float), Xtr if sp.issparse(Xtr) else np.ascontiguousarray(Xtr))
-    param = parameter(f"-s {s} -c 1 -e {tol} -B 1 -q" + (" -p 0" if regression else ""))
+    param = parameter(f"-s {s} -c {C} -e {tol} -B 1 -q" + (" -p 0" if regression else ""))
     t_ll, model = median_time(lambda: train(prob, param), repeat)
     p_ll, _, _ = predict(np.zeros(Xte.shape[0]), Xte if sp.issparse(Xte) else np.ascontiguousarray(Xte), model, "-q")
     p_mm = est.predict(Xte)
-    objectives = primal_objective(solver, est.coef_, est.intercept_, Xtr, ytr)
+    objectives = primal_objective(solver, est.coef_, est.intercept_, Xtr, ytr, C)
     ll_coef, ll_b = liblinear_weights(model, solver, getattr(est, "classes_", None), Xtr.shape[1])
-    objectives = objectives, primal_objective(solver, ll_coef, ll_b, Xtr, ytr)
+    objectives = objectives, primal_objective(solver, ll_coef, ll_b, Xtr, ytr, C)
     if regression:
         q_mm, q_ll = np.mean((p_mm - yte) ** 2), np.mean((np.asarray(p_ll) - yte) ** 2)
         quality = f"MSE {q_mm:.4g} / {q_ll:.4g}"
@@ -340,6 +341,7 @@ def main():
         help="tol of every case (default: LIBLINEAR's, per solver; "
         "scikit-learn's LinearSVC / LinearSVR default is 1e-4)",
     )
+    ap.add_argument("--C", type=float, default=1.0, help="C of every case (default 1; small C: fits of a few epochs)")
     args = ap.parse_args()
     if args.list:
         print("\n".join(CASES))
@@ -361,7 +363,7 @@ def main():
             if name not in loaded:
                 loaded.clear()
                 loaded[name] = load(name)
-            run_case(case, loaded[name], args.repeat, args.tol)
+            run_case(case, loaded[name], args.repeat, args.tol, args.C)
 
 
 if __name__ == "__main__":
