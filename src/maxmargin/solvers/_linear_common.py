@@ -390,8 +390,7 @@ def fold_singletons(ld):
         # copy of ~11-36 ms saved; sorted rows stay as they are)
         from .dual_split import may_split, split_from_counts
 
-        n_rows = ld.indptr.shape[0] - 1
-        split = split_from_counts(counts[kept]) if may_split(n_kept, ld.indices.size - n_single, n_rows) else 0
+        split = split_from_counts(counts[kept]) if may_split(n_kept, ld.indices.size - n_single, ld.n_samples) else 0
         parts = _fold_entries(ld.data, ld.indices, ld.indptr, renumber, bool(ld.unit), n_single, split)
         data, indices, indptr, mass, rows, cols, vals = parts
         small = LinearData(
