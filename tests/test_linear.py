@@ -231,10 +231,9 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
     i = at_bound[0]
     other = np.flatnonzero((np.arange(k) != y[i]) & (alpha[i] < 0))[0]
     alpha[i, other] += 1e-13  # the others' sum, and so the own multiplier, 1e-13 off C
-    if not snap:
-        off = {"CLASS_MAJOR": False, "SNAP_TO_BOUND": False}
-        plain = with_constants(crammer_singer._epochs.py_func, "_nosnap", off)
-        monkeypatch.setattr(crammer_singer, "_epochs", plain)
+    if not snap:  # (CSR rows: the record loop)
+        plain = with_constants(crammer_singer._epochs_rec.py_func, "_nosnap", {"SNAP_TO_BOUND": False})
+        monkeypatch.setattr(crammer_singer, "_epochs_rec", plain)
     fit = crammer_singer.solve(ld, y, k, C, tol=0.1, max_iter=50, seed=0, alpha0=alpha)
     if snap:
         assert fit.status == "converged" and fit.n_iter <= 3, (fit.status, fit.n_iter)
@@ -242,6 +241,56 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
         assert abs(fit.objective - best.objective) <= 1e-6 * abs(best.objective)
     else:
         assert fit.status == "max_iter" and fit.violation > 0.3
+
+
+@pytest.mark.parametrize("plan", [(0, 0, 0), (2, 1, 0), (3, 2, 3)], ids=["none", "plain", "staged"])
+@pytest.mark.parametrize("k", [3, 9, 70])
+def test_crammer_singer_records_take_the_arrays_iterates(k, plan, monkeypatch):
+    """Crammer-Singer on CSR rows through one record a sample (crammer_singer._epochs_rec: scalars, multipliers
+    and list of classes side by side; with each prefetch scheme; 70 classes take the partial selection of the
+    sub-problem) takes the same iterates as the loop over the per-sample arrays, bit for bit -- from a cold and
+    from a warm start, with empty rows and unequal C_i -- and LIBLINEAR's objective."""
+    from maxmargin.solvers import crammer_singer
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(k)
+    n, d = 60 * k, 50
+    keep = np.ones(n)
+    keep[:3] = 0.0  # empty rows: their records hold no row
+    X = sp.diags(keep) @ sp.random(n, d, density=0.08, format="csr", random_state=k)
+    X = sp.csr_matrix(X)
+    X.eliminate_zeros()
+    y = np.asarray(X @ rng.normal(size=(d, k)) + 0.3 * rng.normal(size=(n, k))).argmax(axis=1)
+    y[:k] = np.arange(k)
+    ld = linear_data(X, 1.0)
+    monkeypatch.setattr(crammer_singer, "prefetch_plan", lambda ld: plan)
+    C = rng.uniform(0.3, 1.0, size=n)
+    fits = []
+    tol = 1e-4 if k < 64 else 1e-2  # (70 classes: ~200 epochs to 1e-2, thousands to 1e-4)
+    for width in (crammer_singer.REC_MAX_CLASSES, 0):  # records, then the per-sample arrays
+        monkeypatch.setattr(crammer_singer, "REC_MAX_CLASSES", width)
+        cold = crammer_singer.solve(ld, y, k, C, tol=tol, max_iter=5000, seed=5)
+        warm = crammer_singer.solve(ld, y, k, 0.7 * C, tol=tol, max_iter=5000, seed=6, alpha0=cold.dual)
+        fits.append((cold, warm))
+    for a, b in zip(*fits):
+        np.testing.assert_array_equal(a.w, b.w)
+        np.testing.assert_array_equal(a.dual, b.dual)
+        assert a.n_iter == b.n_iter and a.n_iter > 3 and a.status == "converged"
+        assert a.dual.shape == (n, k)
+    # (the multipliers of a sample sum to 0; the own one is at most C_i, the others at most 0)
+    cold = fits[0][0]
+    np.testing.assert_allclose(cold.dual.sum(axis=1), 0.0, atol=1e-9)
+    assert np.all(cold.dual[np.arange(n), y] <= C + 1e-12)
+    if k > 10:
+        return
+    ours = crammer_singer.solve(ld, y, k, np.ones(n), tol=1e-6, max_iter=20000, seed=5)
+    m = _liblinear(X, y, 4, C=1.0, eps=1e-6)
+    coef = np.zeros((k, d + 1))
+    W = np.ctypeslib.as_array(m.w, shape=((d + 1) * k,)).reshape(d + 1, k).T
+    labels = list(m.get_labels())
+    coef[:] = W[[labels.index(c) for c in range(k)]]
+    theirs = primal_svc("l2", "squared_hinge", "crammer_singer", X, y, coef[:, :-1], coef[:, -1], 1.0)[0]
+    assert _rel(ours.objective, theirs) < 1e-5, (ours.objective, theirs)
 
 
 @pytest.mark.parametrize("plan", [None, (4, 2, 4), (2, 3, 2)], ids=["plain", "staged", "staged-weights"])
