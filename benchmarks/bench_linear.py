@@ -130,6 +130,8 @@ SETS = (
     # session 61: click logs of 1.5M rows over 2**22 columns (no hot column), a large text set
     "tall4",
     "textbig",
+    # session 64: 100 classes on rows of 1-4 binary features
+    "tags100",
 )
 C_OF = {"mnist": 0.01, "heavyc": 10.0}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}

@@ -845,6 +845,24 @@ def tags8(seed=5705):
     return _split_at(_int32(X), y, 300_000)
 
 
+def tags100(seed=6401):
+    """100 classes on rows of 1-4 binary features (session 64): tags8's rows (Zipf use over 30,000 columns, the
+    tail collected in the last column) with a hundred classes, 200k + 40k rows; labels the argmax of planted class
+    scores plus noise.  Many classes and very short rows at once."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m, d, k = 240_000, 30_000, 100
+    lengths = rng.integers(1, 5, m)
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.minimum(rng.zipf(1.15, rows.size) - 1, d - 1)
+    X = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(m, d))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    y = np.argmax(X @ rng.normal(size=(d, k)) + 1.5 * rng.normal(size=(m, k)), axis=1)
+    return _split_at(_int32(X), y, 200_000)
+
+
 def lowrank(seed=5706):
     """Dense, unscaled and nearly low-rank (session 57): 50k + 10k rows x 200 columns, 100 x (5 factors + 1% noise),
     labels from two of the factors plus noise.  The hinge loss's dual epochs take ~1,500 epochs here."""
@@ -1106,6 +1124,7 @@ LOADERS.update(
     imb15=imb15,
     densecsr=densecsr,
     tags8=tags8,
+    tags100=tags100,
     lowrank=lowrank,
     classes1k=classes1k,
     normspread=normspread,

@@ -140,6 +140,8 @@ CASES = (
     "densecsr/hinge",
     "tags8/cs",
     "tags8/hinge",
+    "tags100/cs",
+    "tags100/hinge",
     "lowrank/hinge",
     "reg_mixedlen/svr-l1",
     "reg_fewwide/svr-l2",
