@@ -831,28 +831,21 @@ def tags8(seed=5705):
     columns of Zipf use, the last column collecting the Zipf tail (in ~45% of the rows), labels the argmax of planted
     class scores plus noise.  Crammer-Singer ran into max_iter here until session 57 (a multiplier a rounding error
     below its bound)."""
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(seed)
-    m, d, k = 350_000, 30_000, 8
-    lengths = rng.integers(1, 5, m)
-    rows = np.repeat(np.arange(m), lengths)
-    cols = np.minimum(rng.zipf(1.15, rows.size) - 1, d - 1)
-    X = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(m, d))
-    X.sum_duplicates()
-    X.data[:] = 1.0
-    y = np.argmax(X @ rng.normal(size=(d, k)) + 1.5 * rng.normal(size=(m, k)), axis=1)
-    return _split_at(_int32(X), y, 300_000)
+    return _tag_rows(seed, 350_000, 8, 300_000)
 
 
 def tags100(seed=6401):
-    """100 classes on rows of 1-4 binary features (session 64): tags8's rows (Zipf use over 30,000 columns, the
-    tail collected in the last column) with a hundred classes, 200k + 40k rows; labels the argmax of planted class
-    scores plus noise.  Many classes and very short rows at once."""
+    """100 classes on rows of 1-4 binary features (session 64): tags8's rows with a hundred classes, 200k + 40k
+    rows.  Many classes and very short rows at once."""
+    return _tag_rows(seed, 240_000, 100, 200_000)
+
+
+def _tag_rows(seed, m, k, n_train, d=30_000):
+    """``m`` rows of 1-4 binary features over ``d`` columns of Zipf use (the tail in the last column), ``k`` classes
+    from planted scores plus noise; the first ``n_train`` rows for training."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(seed)
-    m, d, k = 240_000, 30_000, 100
     lengths = rng.integers(1, 5, m)
     rows = np.repeat(np.arange(m), lengths)
     cols = np.minimum(rng.zipf(1.15, rows.size) - 1, d - 1)
@@ -860,7 +853,7 @@ def tags100(seed=6401):
     X.sum_duplicates()
     X.data[:] = 1.0
     y = np.argmax(X @ rng.normal(size=(d, k)) + 1.5 * rng.normal(size=(m, k)), axis=1)
-    return _split_at(_int32(X), y, 200_000)
+    return _split_at(_int32(X), y, n_train)
 
 
 def lowrank(seed=5706):

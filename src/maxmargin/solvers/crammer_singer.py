@@ -441,9 +441,13 @@ def _epochs_rec(data, indices, nf, bias, R, R16, W, Wt, index, istate, fstate, r
 
     In the random visiting order every per-sample array of :func:`_epochs` is a cache line (and a page) of its own:
     the squared norm, C_i, the label, the count of classes in play, the own class's position, ``indptr``, the
-    multipliers and the list of classes -- eight before the row's values.  The record is one or two lines a sample
-    for up to 40 classes.  The record is asked for 4 positions ahead and the row 2 ahead (read from the record),
-    or with the staged scheme ``stages * ahead`` and ``(stages - 1) * ahead`` positions ahead."""
+    multipliers and the list of classes -- eight before the row's values.  The record is two adjacent lines for 8
+    classes, seven for 40.  It is asked for 4 positions ahead and the row 2 ahead (read from the record), or with the
+    staged scheme ``stages * ahead`` and ``(stages - 1) * ahead`` positions ahead.
+
+    The sub-problem and the weights' update are written out as in :func:`_epochs` rather than shared through inline
+    helpers: with the update in a helper (``inline="always"``) this loop ran 1.6x slower on 300,000 rows of 2.3
+    values in 8 classes (session 64, one process alternating, identical iterates)."""
     n = index.shape[0]
     k = Wt.shape[1]
     G = np.empty(k)
