@@ -358,6 +358,14 @@ def _restricted(ld, kept):
     )
 
 
+def aligned_floats(size, zeroed=False):
+    """A (size,) float64 array starting on a 64-byte boundary (a cache line), uninitialised or ``zeroed``: per-row
+    records and per-thread lines that must not straddle lines."""
+    raw = (np.zeros if zeroed else np.empty)(size + 8)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip : skip + size]
+
+
 def fold_singletons(ld):
     """The :class:`Folded` form of CSR data ``ld``, or None (dense data, one-row features holding less than
     :data:`FOLD_SINGLETONS_MIN` of the stored values, or more than :data:`FOLD_KEPT_MAX` of the features left).

@@ -45,6 +45,7 @@ from ._linear_common import (
     _dense_row_axpy,
     _dense_row_dot,
     _prefetch,
+    aligned_floats,
     drive,
     prefetch_entries,
     prefetch_plan,
@@ -411,9 +412,7 @@ def records(n, k):
     """``(R, alpha)``: zeroed records of ``n`` samples for ``k`` classes, ``R`` flat and 64-byte aligned, ``alpha``
     the (n, k) view of their multipliers."""
     W = record_width(k)
-    raw = np.zeros(n * W + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    R = raw[skip : skip + n * W]
+    R = aligned_floats(n * W, zeroed=True)
     return R, R.reshape(n, W)[:, REC_ALPHA : REC_ALPHA + k]
 
 

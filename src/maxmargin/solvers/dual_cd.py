@@ -49,6 +49,7 @@ from ._linear_common import (
     LinearData,
     _dense_row_dot,
     _prefetch,
+    aligned_floats,
     dense_dot,
     drive,
     epoch_end,
@@ -256,9 +257,7 @@ def row_records(y, alpha, QD, diag, upper, indptr):
 
 def _aligned_records(n):
     """An uninitialised (n * :data:`REC_WIDTH`,) float64 array starting on a 64-byte boundary."""
-    raw = np.empty(n * REC_WIDTH + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    return raw[skip : skip + n * REC_WIDTH]
+    return aligned_floats(n * REC_WIDTH)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

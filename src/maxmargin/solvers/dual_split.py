@@ -50,6 +50,7 @@ from ._linear_common import (
     _dense_row_dot,
     _element_pointer,
     _prefetch,
+    aligned_floats,
     epoch_end,
     prefetch_span,
     shuffle_active,
@@ -326,9 +327,7 @@ _EXCHANGE_NS = []
 
 def _new_box():
     """The exchange's zeroed box: a 64-byte line per thread and parity, the first on a line boundary."""
-    raw = np.zeros(4 * BOX_LINE + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    return raw[skip : skip + 4 * BOX_LINE]
+    return aligned_floats(4 * BOX_LINE, zeroed=True)
 
 
 def exchange_ns():
@@ -689,9 +688,7 @@ def other_cores_busy(path="/proc/loadavg"):
 
 
 def _records(y, alpha, QD, diag, upper, lo, hi, end):
-    raw = np.empty(y.shape[0] * R_WIDTH + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    R = raw[skip : skip + y.shape[0] * R_WIDTH].reshape(-1, R_WIDTH)
+    R = aligned_floats(y.shape[0] * R_WIDTH).reshape(-1, R_WIDTH)
     R[:, R_ALPHA] = alpha
     R[:, R_Y] = y
     R[:, R_QD] = QD
