@@ -70,7 +70,7 @@ from . import _pages, dedup, labels
 from ._ready import canonical_csr, ready_xy
 from ._threads import cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
-from .solvers import cd_l1, cs_ipm, dual_cd, dual_ipm, dual_primal, tron
+from .solvers import cd_l1, cs_ipm, dual_cd, dual_ipm, dual_primal
 from .solvers._linear_common import linear_data, put_column
 from .svm import sample_weights, warn_not_converged
 
@@ -137,8 +137,15 @@ def _plain_labels(classes):
         return all(type(c) is str for c in classes)
     if classes.dtype.kind != "f":
         return False
+    if (
+        classes.shape[0] <= 64 and classes.dtype.itemsize <= 8
+    ):  # (Python's floats: NumPy's four calls took ~60 us of a 3.6 ms fit, caches cold)
+        return all(c.is_integer() for c in classes.tolist())  # (False for NaN and infinities)
     return bool(np.all(np.isfinite(classes)) and np.all(classes == np.round(classes)))
 
+
+#: seeds are taken modulo this (``np.iinfo("i").max``, LIBLINEAR's ``int``; the lookup took ~20 us a fit, caches cold)
+_INT_MAX = 2**31 - 1
 
 #: integer CSR values of at most this magnitude are exact in float32
 FLOAT32_EXACT = 1 << 24
@@ -339,8 +346,8 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
     def _seed(self):
         rs = self.random_state
         if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):  # no RandomState to build (~0.1 ms)
-            return int(rs) % np.iinfo("i").max
-        return int(check_random_state(rs).randint(np.iinfo("i").max))
+            return int(rs) % _INT_MAX
+        return int(check_random_state(rs).randint(_INT_MAX))
 
     def _options(self, p_no, n_problems):
         opts = {"tol": float(self.tol), "max_iter": int(self.max_iter), "verbose": bool(self.verbose)}
@@ -446,7 +453,11 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             norms = np.sqrt(np.einsum("ji,ji->i", coef.T, coef.T))
         else:
             norms = np.sqrt(np.einsum("ij,ij->i", coef, coef))
-        self.margin_ = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-300), np.inf)  # (no division by 0)
+        if norms.shape[0] == 1:  # (Python's arithmetic for one norm: NumPy's three calls ~20 us with cold caches)
+            norm = float(norms[0])
+            self.margin_ = np.array([1.0 / max(norm, 1e-300) if norm > 0 else np.inf])
+        else:
+            self.margin_ = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-300), np.inf)  # (no division by 0)
         self.fit_status_ = 0 if all(f.converged for f in fits) else 1
         warn_not_converged(self.tol, fits, stacklevel=4)
         intercept = bias * W[:, nf] if bias > 0 else None
@@ -546,15 +557,18 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         sw = self._sample_weights(sample_weight, X)
         cw = labels.class_weights(self.class_weight, classes, y, y_idx, None if sample_weight is None else sw)
         bias = self._bias()
-        keep = np.flatnonzero(sw > 0)
-        if keep.shape[0] < X.shape[0]:
-            X, y_idx, sw = X[keep], y_idx[keep], sw[keep]
-            if np.unique(y_idx).shape[0] < 2:
-                raise ValueError("after removing samples of zero weight, fewer than 2 classes are left")
+        n_kept = X.shape[0]
+        if sample_weight is not None:  # (rows of weight 0 leave the problem)
+            keep = np.flatnonzero(sw > 0)
+            n_kept = keep.shape[0]
+            if n_kept < X.shape[0]:
+                X, y_idx, sw = X[keep], y_idx[keep], sw[keep]
+                if np.unique(y_idx).shape[0] < 2:
+                    raise ValueError("after removing samples of zero weight, fewer than 2 classes are left")
         n, nf = X.shape
         k = classes.shape[0]
         seed = self._seed()
-        warm = self._warm((solver, tuple(classes.tolist()), bias, keep.shape[0]), n)
+        warm = self._warm((solver, tuple(classes.tolist()), bias, n_kept), n)
         ratio = self.C / warm["C"] if warm is not None else 1.0
         C = float(self.C)
         # identical rows of one class as one row of their summed weights (exact; _repeats)
@@ -621,8 +635,18 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         fold=fold,
                         **opts,
                     )
-                if solver == 2:
-                    return tron.solve(ld, yb, Ci, kind="squared_hinge", w0=prev_w, parallel=threads == 1, **opts)
+                if solver == 2:  # LIBLINEAR's -s 2: the Newton method, the dual CD where it gets stuck
+                    return dual_primal.newton_then_dual(
+                        ld,
+                        yb,
+                        Ci,
+                        "squared_hinge",
+                        w0=prev_w,
+                        parallel=threads == 1,
+                        seed=s,
+                        shrinking=self.shrinking,
+                        **opts,
+                    )
                 return cd_l1.solve(
                     X if fused else None,
                     bias,
@@ -659,7 +683,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                     fits[-1].sqnorm = 0.0
 
         self._warm_state = {
-            "key": (solver, tuple(classes.tolist()), bias, keep.shape[0]),
+            "key": (solver, tuple(classes.tolist()), bias, n_kept),
             "n": n,
             "C": C,
             "dual": [_split_dual(f.dual, dup, sw_rows) for f in fits],
@@ -759,9 +783,12 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         dual = _resolve_dual(self.dual, "ovr", "l2", self.loss, X)
         solver = liblinear_solver_type("ovr", "l2", self.loss, dual)
         sw = self._sample_weights(sample_weight, X)
-        keep = np.flatnonzero(sw > 0)
-        if keep.shape[0] < X.shape[0]:
-            X, y, sw = X[keep], y[keep], sw[keep]
+        n_kept = X.shape[0]
+        if sample_weight is not None:  # (rows of weight 0 leave the problem)
+            keep = np.flatnonzero(sw > 0)
+            n_kept = keep.shape[0]
+            if n_kept < X.shape[0]:
+                X, y, sw = X[keep], y[keep], sw[keep]
         if X.shape[0] == 0:
             raise ValueError("every sample has zero weight")
         n, nf = X.shape
@@ -775,14 +802,14 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         ld = linear_data(X, bias, rows_first=solver in (12, 13))  # see LinearSVC.fit
         dense_ld = None if sp.issparse(X) or solver != 12 else (lambda: linear_data(X, bias))
         Ci = float(self.C) * sw
-        warm = self._warm((solver, bias, keep.shape[0]), n)
+        warm = self._warm((solver, bias, n_kept), n)
         opts = self._options(0, 1)
         if warm is not None and dup is not None:
             warm = dict(warm, dual=_merged_dual(warm["dual"], dup))
         with one_blas_thread():  # see _LinearSVMBase
             fit = self._solve(solver, ld, y, Ci, warm, opts, dense_ld)
         self._warm_state = {
-            "key": (solver, bias, keep.shape[0]),
+            "key": (solver, bias, n_kept),
             "n": n,
             "C": float(self.C),
             "dual": _split_dual(fit.dual, dup, sw_rows),
@@ -795,14 +822,16 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         return self
 
     def _solve(self, solver, ld, y, Ci, warm, opts, dense_ld=None):
-        if solver == 11:
-            return tron.solve(
+        if solver == 11:  # the Newton method, the dual CD where it gets stuck (dual_primal.newton_then_dual)
+            return dual_primal.newton_then_dual(
                 ld,
                 y,
                 Ci,
-                kind="squared_epsilon_insensitive",
-                epsilon=float(self.epsilon),
+                "squared_epsilon_insensitive",
+                float(self.epsilon),
                 w0=None if warm is None else warm["w"],
+                seed=self._seed(),
+                shrinking=self.shrinking,
                 **opts,
             )
         # the previous beta as it is (clipped into the new box): scaling by C_new / C_old, as for the

@@ -369,7 +369,8 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     )
     epochs = fit.n_iter
     if primal.status == "stalled":
-        # over budget: the epochs resume, unwatched, from the dual variables of the Newton method's point
+        # over budget (or stuck: tron.DONE_STUCK): the epochs resume, unwatched, from the dual variables of the
+        # Newton method's point
         r = np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
         start = recover(r)  # or the switch's, where the Newton method's point is worse for the dual
         eps = None if kind == "squared_hinge" else epsilon
@@ -384,13 +385,18 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
         newton_iters = primal.n_iter
         epochs += more.n_iter
         if not (more.status == "max_iter" and epochs >= cap):
-            more.n_iter += fit.n_iter + newton_iters
-            more.switched = False
-            more.async_workers = getattr(fit, "async_workers", 1)
-            return more
-        # the cap reached after all: LIBLINEAR's switch, at its tolerance
-        primal = _newton(ld, y, C, kind, epsilon, tol_factor * float(tol), max_iter, more.w, None, watch, t0, options)
-        primal.n_iter += newton_iters
+            if more.converged or more.status not in ("max_iter", "stalled") or more.objective <= primal.objective:
+                more.n_iter += fit.n_iter + newton_iters
+                more.switched = False
+                more.async_workers = getattr(fit, "async_workers", 1)
+                return more
+            # (else the Newton point, stuck, is the better, as in newton_then_dual: kept below, not converged)
+        else:
+            # the cap reached after all: LIBLINEAR's switch, at its tolerance
+            primal = _newton(
+                ld, y, C, kind, epsilon, tol_factor * float(tol), max_iter, more.w, None, watch, t0, options
+            )
+            primal.n_iter += newton_iters
     r = np.asarray(y, dtype=np.float64) - all_dots(primal.w, *ld.args())
     out = dual_cd.LinearFit(
         primal.w, recover(r), primal.objective, None, epochs + primal.n_iter, primal.violation, primal.status
@@ -435,6 +441,45 @@ def _newton(ld, y, C, kind, epsilon, tol, max_iter, w0, work_budget, watch, t0, 
         verbose=options["verbose"],
         work_budget=work_budget,
     )
+
+
+def newton_then_dual(ld, y, C, kind, epsilon=0.0, *, w0=None, parallel=True, seed=0, shrinking=True, **options):
+    r"""The primal Newton method (:func:`~maxmargin.solvers.tron.solve`, LIBLINEAR's ``-s 2`` / ``-s 11``), and
+    where it gets stuck before its gradient rule holds (status ``"stalled"``:
+    :data:`~maxmargin.solvers.tron.DONE_STUCK`), the dual coordinate descent from the dual variables of its point
+    (the recovery above), at the same ``tol``, for the rest of ``max_iter``.  The Newton step ignores rows at the
+    hinge's kink, whose curvature on badly scaled data (features of size ~400, ``C`` = 10: :math:`2C_i x^2 \sim
+    10^7`) stops every step length; coordinate descent moves one multiplier at a time along the exact piecewise
+    quadratic.  Where the epochs do not converge either, the better point of the two by the primal objective is the
+    result (status not converged).  ``options``: ``tol``, ``max_iter`` and the watch (``callback``,
+    ``callback_info``, ``time_limit``, ``verbose``).  The result's ``n_iter`` counts the Newton iterations and the
+    epochs; ``switched`` says whether the result is the epochs'."""
+    t0 = time.perf_counter()
+    fit = tron.solve(ld, y, C, kind=kind, epsilon=float(epsilon), w0=w0, parallel=parallel, **options)
+    fit.switched = False
+    if fit.status != "stalled":
+        return fit
+    yy = np.asarray(y, dtype=np.float64)
+    CC = np.asarray(C, dtype=np.float64)
+    r = yy - all_dots(fit.w, *ld.args())
+    rest = {**options, "max_iter": max(int(options.get("max_iter", 1000)) - fit.n_iter, 1)}
+    rest["time_limit"] = _remaining(options.get("time_limit"), t0)
+    if kind == "squared_hinge":
+        start = 2.0 * CC * np.maximum(0.0, yy * r)
+        more = dual_cd.solve_svc(ld, yy, CC, squared=True, alpha0=start, seed=seed, shrinking=shrinking, **rest)
+    else:
+        start = 2.0 * CC * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
+        more = dual_cd.solve_svr(
+            ld, yy, CC, float(epsilon), squared=True, beta0=start, seed=seed, shrinking=shrinking, **rest
+        )
+    more.n_iter += fit.n_iter
+    more.switched = True
+    if more.converged or more.objective <= fit.objective:
+        return more
+    # neither met tol, and the epochs ended above the Newton point (their primal objective is not monotone; rows
+    # ~2**24 in size: 0.333 at the Newton point, 231-89,232 after the epochs): the Newton point, not converged
+    fit.n_iter = more.n_iter
+    return fit
 
 
 def l2_svc(
@@ -513,6 +558,8 @@ def l2_svr(
     CC = np.asarray(C, dtype=np.float64)
 
     def dual(**kw):
+        if "alpha0" in kw:  # (the resumed epochs' start: solve_svr calls its dual variables beta)
+            kw["beta0"] = kw.pop("alpha0")
         return dual_cd.solve_svr(ld, y, C, epsilon, squared=True, tol=tol, **{**dual_options, **kw})
 
     def beta(r):  # beta_i = 2 C_i sign(r_i) max(0, |r_i| - epsilon)

@@ -55,12 +55,14 @@ from .._jit import parallel_and_serial
 from ._linear_common import (
     _dense_row_dot,
     _prefetch,
+    all_dots,
     compact_columns,
     drive,
     pass_values,
     row_values,
     sparse_dot,
     sparse_sum,
+    weighted_sum,
 )
 from .dual_cd import LinearFit
 
@@ -252,6 +254,19 @@ _FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
 W, G, MP, S, R, D, HD, ZV, WN, MI = range(10)
 F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL = range(5)
 I_IT, I_DONE, I_HV, I_CUR = range(4)
+#: ``istate[I_DONE]``: the gradient rule met (1); the method stuck before it (2: LIBLINEAR's "line search
+#: fails"); or flat (3: LIBLINEAR's "actred too small", a decrease of at most 1e-12 of f, and the trust region's
+#: step that predicts and makes no decrease).  Stuck is no convergence: :func:`solve` reports ``"stalled"``.
+#: Found by random problems against scikit-learn (session 65): 19 rows of features ~400 in size, C = 10, per-row
+#: weights -- the Newton step at a point where rows sit at the hinge's kink ignores their curvature (~2 C x^2 = 1e7
+#: once active), so no step length down to 2**-20 met the Armijo rule, and the fit ended 12% above the optimum,
+#: reported as converged; of 20 x 12 such problems (``/tmp/s65/findstuck.py``) 5 of the first 7 seeds stuck, at a
+#: relative duality gap (:func:`recovered_gap`) of 40-600.  Flat is the limit of rounding, usually at the optimum
+#: (the squared epsilon-insensitive loss on such data: gaps of 1e-8), but not always: :func:`solve` reports
+#: ``"converged"`` where the gap of the recovered dual variables is within :data:`FLAT_GAP`, else ``"stalled"``.
+DONE_TOL, DONE_STUCK, DONE_FLAT = 1, 2, 3
+#: a flat end (:data:`DONE_FLAT`) counts as converged at most this relative duality gap (:func:`recovered_gap`)
+FLAT_GAP = 1e-6
 
 
 # The sums over the m weights below keep eight partial sums (element j in sum j mod 8, the eight added pairwise,
@@ -615,8 +630,9 @@ def _tron_run(
     istate,
     n_iters,
 ):
-    """Up to ``n_iters`` accepted trust-region steps from the state; returns 0 when converged (or stuck), 1
-    otherwise.  Step acceptance and radius update as LIBLINEAR's TRON (see the module docstring)."""
+    """Up to ``n_iters`` accepted trust-region steps from the state; returns 0 when converged (or flat:
+    :data:`DONE_FLAT`), 1 otherwise.  Step acceptance and radius update as LIBLINEAR's TRON (see the module
+    docstring)."""
     if istate[I_DONE]:
         return 0
     w, g, M, s, r, wn = vec[W], vec[G], vec[MP], vec[S], vec[R], vec[WN]
@@ -685,7 +701,7 @@ def _tron_run(
                 istate[I_DONE] = 1
                 return 0
         if (actred <= 0.0 and prered <= 0.0) or (abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f)):
-            istate[I_DONE] = 1
+            istate[I_DONE] = DONE_FLAT
             return 0
     return 1
 
@@ -752,7 +768,8 @@ def _newton_run(
     n_iters,
 ):
     r"""Up to ``n_iters`` Newton steps with a backtracking line search from the state (LIBLINEAR 2.40's
-    ``NEWTON``, Galli and Lin 2021); returns 0 when converged (or stuck), 1 otherwise.
+    ``NEWTON``, Galli and Lin 2021); returns 0 when converged (or stuck or flat: :data:`DONE_STUCK`), 1
+    otherwise.
 
     The direction from :func:`_pcg_ls`; the step length halves from 1 until the Armijo condition
     :math:`f(w + a s) - f(w) \le 0.01\, a\, g\cdot s` holds (at most 20 halvings).  One pass over the data gives
@@ -784,7 +801,7 @@ def _newton_run(
                 break
             step *= 0.5
         if not found:
-            istate[I_DONE] = 1
+            istate[I_DONE] = DONE_STUCK
             return 0
         for i in range(o.shape[0]):
             o[i] += step * xs[i]
@@ -821,7 +838,7 @@ def _newton_run(
             istate[I_DONE] = 1
             return 0
         if abs(f_old - f_new) <= 1e-12 * abs(f_new):
-            istate[I_DONE] = 1
+            istate[I_DONE] = DONE_FLAT
             return 0
     return 1
 
@@ -1039,10 +1056,40 @@ def solve(
         verbose=verbose,
         name="tron",
     )
+    done = int(state.istate[I_DONE])
+    if status == "converged" and (
+        done == DONE_STUCK
+        or (done == DONE_FLAT and recovered_gap(ld, y, C, code, epsilon, state.vec[W], state.fstate[F_F]) > FLAT_GAP)
+    ):
+        status = "stalled"  # (stuck, or flat away from the optimum, before the gradient rule held: DONE_STUCK)
     fit = LinearFit(state.vec[W].copy(), None, state.fstate[F_F], None, it, state.fstate[F_GNORM], status)
     fit.cg_iter = int(state.istate[I_HV])
     fit.work = work[0]
     return fit
+
+
+def recovered_gap(ld, y, C, kind, epsilon, w, f):
+    r"""``(f - D) / max(|f|, tiny)``: the relative duality gap of the primal objective ``f`` at ``w`` against the
+    dual objective of the dual variables recovered from ``w`` (:mod:`~maxmargin.solvers.dual_primal`'s recovery):
+    :math:`\alpha_i = 2C_i\max(0, y_i r_i)`, :math:`D = \sum\alpha_i - \tfrac12\|\sum\alpha_i y_i x_i\|^2 -
+    \sum\alpha_i^2/(4C_i)` for the squared hinge; :math:`\beta_i = 2C_i\,\mathrm{sign}(r_i)\max(0, |r_i| -
+    \epsilon)`, :math:`D = \sum y_i\beta_i - \epsilon\sum|\beta_i| - \tfrac12\|\sum\beta_i x_i\|^2 -
+    \sum\beta_i^2/(4C_i)` for the squared epsilon-insensitive loss (:math:`r_i = y_i - w\cdot x_i`).  Any
+    such point is dual feasible, so the gap bounds ``f``'s distance from the optimum; it is 0 at the optimum.  Two
+    passes over the data.  ``kind``: 0 (squared hinge) or 1, as the compiled passes take it."""
+    r = y - all_dots(np.ascontiguousarray(w, dtype=np.float64), *ld.args())
+    if kind == 0:
+        a = 2.0 * C * np.maximum(0.0, y * r)
+        coef = a * y
+        lin = float(np.sum(a))
+    else:
+        a = 2.0 * C * np.sign(r) * np.maximum(0.0, np.abs(r) - float(epsilon))
+        coef = a
+        lin = float(y @ a) - float(epsilon) * float(np.sum(np.abs(a)))
+    v = np.zeros(ld.n_weights)
+    weighted_sum(np.ascontiguousarray(coef), v, *ld.args())
+    dual = lin - 0.5 * float(v @ v) - float(np.sum(a * a / (4.0 * C)))
+    return (float(f) - dual) / max(abs(float(f)), 1e-300)
 
 
 def iteration_work(ld, active_values, products):
