@@ -127,6 +127,17 @@ def _resolve_dual(dual, multi_class, penalty, loss, X):
         return not prefer
 
 
+def _positive_rows(sample_weight, X, target, sw):
+    """``(X, target, sw)`` on the rows of positive weight: rows of weight 0 leave the problem (looked for only when
+    ``sample_weight`` was given; ``sw`` its checked per-row weights)."""
+    if sample_weight is None:
+        return X, target, sw
+    keep = np.flatnonzero(sw > 0)
+    if keep.shape[0] == X.shape[0]:
+        return X, target, sw
+    return X[keep], target[keep], sw[keep]
+
+
 def _plain_labels(classes):
     """Whether the sorted distinct labels are strings, integers or integer-valued finite floats (then they are
     class labels, as scikit-learn's ``check_classification_targets`` would find: for strings it finds the
@@ -557,14 +568,11 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
         sw = self._sample_weights(sample_weight, X)
         cw = labels.class_weights(self.class_weight, classes, y, y_idx, None if sample_weight is None else sw)
         bias = self._bias()
+        n_rows = X.shape[0]
+        X, y_idx, sw = _positive_rows(sample_weight, X, y_idx, sw)
         n_kept = X.shape[0]
-        if sample_weight is not None:  # (rows of weight 0 leave the problem)
-            keep = np.flatnonzero(sw > 0)
-            n_kept = keep.shape[0]
-            if n_kept < X.shape[0]:
-                X, y_idx, sw = X[keep], y_idx[keep], sw[keep]
-                if np.unique(y_idx).shape[0] < 2:
-                    raise ValueError("after removing samples of zero weight, fewer than 2 classes are left")
+        if n_kept < n_rows and np.unique(y_idx).shape[0] < 2:
+            raise ValueError("after removing samples of zero weight, fewer than 2 classes are left")
         n, nf = X.shape
         k = classes.shape[0]
         seed = self._seed()
@@ -783,12 +791,8 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         dual = _resolve_dual(self.dual, "ovr", "l2", self.loss, X)
         solver = liblinear_solver_type("ovr", "l2", self.loss, dual)
         sw = self._sample_weights(sample_weight, X)
+        X, y, sw = _positive_rows(sample_weight, X, y, sw)
         n_kept = X.shape[0]
-        if sample_weight is not None:  # (rows of weight 0 leave the problem)
-            keep = np.flatnonzero(sw > 0)
-            n_kept = keep.shape[0]
-            if n_kept < X.shape[0]:
-                X, y, sw = X[keep], y[keep], sw[keep]
         if X.shape[0] == 0:
             raise ValueError("every sample has zero weight")
         n, nf = X.shape
