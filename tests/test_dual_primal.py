@@ -562,7 +562,7 @@ def test_flat_newton_at_the_optimum_is_converged(seed):
     ld = linear_data(X, 1.0)
     alone = tron.solve(ld, y, C, kind="squared_epsilon_insensitive", epsilon=0.1, tol=1e-8, max_iter=10000)
     assert alone.status == "converged" and alone.objective == pytest.approx(best, rel=1e-7)
-    assert tron.recovered_gap(ld, y, C, 1, 0.1, alone.w, alone.objective) < tron.FLAT_GAP
+    assert tron.recovered_gap(ld, y, C, 1, 0.1, alone.w, alone.objective) < tron.END_GAP
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est = LinearSVR(
