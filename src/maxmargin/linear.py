@@ -148,10 +148,10 @@ def _plain_labels(classes):
         return all(type(c) is str for c in classes)
     if classes.dtype.kind != "f":
         return False
-    if (
-        classes.shape[0] <= 64 and classes.dtype.itemsize <= 8
-    ):  # (Python's floats: NumPy's four calls took ~60 us of a 3.6 ms fit, caches cold)
-        return all(c.is_integer() for c in classes.tolist())  # (False for NaN and infinities)
+    # a few labels as Python floats (NumPy's four calls took ~60 us of a 3.6 ms fit, caches cold); is_integer is False
+    # for NaN and infinities
+    if classes.shape[0] <= 64 and classes.dtype.itemsize <= 8:
+        return all(c.is_integer() for c in classes.tolist())
     return bool(np.all(np.isfinite(classes)) and np.all(classes == np.round(classes)))
 
 

@@ -68,6 +68,7 @@ import numpy as np
 from . import dual_cd, tron
 from ._linear_common import ROW_VALUES as ROW_VALUES  # (its home before session 61)
 from ._linear_common import all_dots, pass_values, row_values, weighted_sum
+from .tron import recover_dual, squared_dual
 
 #: LIBLINEAR's ``dual_solver_max_iter``: epochs of the dual solver before the switch
 DUAL_EPOCHS = 300
@@ -406,23 +407,6 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
     return out
 
 
-def squared_dual(ld, y, C, dual, epsilon=None):
-    r"""The dual objective of the squared losses at ``dual`` (one pass over ``ld`` for :math:`w`):
-    :math:`\sum_i \alpha_i - \tfrac12\|\sum_i y_i\alpha_i x_i\|^2 - \sum_i \alpha_i^2/(4C_i)` for the squared
-    hinge (``epsilon`` None), :math:`\sum_i y_i\beta_i - \epsilon\sum_i|\beta_i| - \tfrac12\|\sum_i \beta_i
-    x_i\|^2 - \sum_i \beta_i^2/(4C_i)` for the squared epsilon-insensitive loss; as
-    :func:`~maxmargin.solvers.dual_cd.solve_svc` and ``solve_svr`` report it."""
-    y = np.asarray(y, dtype=np.float64)
-    C = np.asarray(C, dtype=np.float64)
-    coef = dual * y if epsilon is None else dual
-    w = np.zeros(ld.n_weights)
-    weighted_sum(np.ascontiguousarray(coef, dtype=np.float64), w, *ld.args())
-    rest = float(np.sum(dual * dual / (4.0 * C))) + 0.5 * float(w @ w)
-    if epsilon is None:
-        return float(np.sum(dual)) - rest
-    return float(y @ dual) - float(epsilon) * float(np.sum(np.abs(dual))) - rest
-
-
 def _newton(ld, y, C, kind, epsilon, tol, max_iter, w0, work_budget, watch, t0, options):
     """TRON from ``w0`` (see :func:`_dual_then_primal`)."""
     return tron.solve(
@@ -465,10 +449,10 @@ def newton_then_dual(ld, y, C, kind, epsilon=0.0, *, w0=None, parallel=True, see
     rest = {**options, "max_iter": max(int(options.get("max_iter", 1000)) - fit.n_iter, 1)}
     rest["time_limit"] = _remaining(options.get("time_limit"), t0)
     if kind == "squared_hinge":
-        start = 2.0 * CC * np.maximum(0.0, yy * r)
+        start = recover_dual(yy, CC, r)
         more = dual_cd.solve_svc(ld, yy, CC, squared=True, alpha0=start, seed=seed, shrinking=shrinking, **rest)
     else:
-        start = 2.0 * CC * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
+        start = recover_dual(yy, CC, r, float(epsilon))
         more = dual_cd.solve_svr(
             ld, yy, CC, float(epsilon), squared=True, beta0=start, seed=seed, shrinking=shrinking, **rest
         )
@@ -519,10 +503,7 @@ def l2_svc(
     def dual(**kw):
         return dual_cd.solve_svc(ld, y, C, squared=True, tol=tol, **{**dual_options, **kw})
 
-    # y_i - w.x_i = y_i (1 - y_i w.x_i) for y_i = +-1, so xi_i = max(0, y_i r_i) and alpha_i = 2 C_i xi_i
-    return _dual_then_primal(
-        dual, ld, y, C, "squared_hinge", 0.0, tol, 0.1, lambda r: 2.0 * CC * np.maximum(0.0, yy * r), options
-    )
+    return _dual_then_primal(dual, ld, y, C, "squared_hinge", 0.0, tol, 0.1, lambda r: recover_dual(yy, CC, r), options)
 
 
 def l2_svr(
@@ -562,7 +543,7 @@ def l2_svr(
             kw["beta0"] = kw.pop("alpha0")
         return dual_cd.solve_svr(ld, y, C, epsilon, squared=True, tol=tol, **{**dual_options, **kw})
 
-    def beta(r):  # beta_i = 2 C_i sign(r_i) max(0, |r_i| - epsilon)
-        return 2.0 * CC * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
+    def beta(r):
+        return recover_dual(np.asarray(y, dtype=np.float64), CC, r, float(epsilon))
 
     return _dual_then_primal(dual, ld, y, C, "squared_epsilon_insensitive", epsilon, tol, 0.001, beta, options)

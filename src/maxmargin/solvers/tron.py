@@ -1068,27 +1068,44 @@ def solve(
     return fit
 
 
+def recover_dual(y, C, r, epsilon=None):
+    r"""The dual variables of a primal point from its residuals :math:`r_i = y_i - w\cdot x_i` (the primal
+    optimality conditions): :math:`\alpha_i = 2 C_i \max(0, y_i r_i)` for the squared hinge (``epsilon`` None;
+    :math:`y_i r_i = 1 - y_i w\cdot x_i` for :math:`y_i = \pm 1`), :math:`\beta_i = 2 C_i\,\mathrm{sign}(r_i)
+    \max(0, |r_i| - \epsilon)` for the squared epsilon-insensitive loss."""
+    if epsilon is None:
+        return 2.0 * C * np.maximum(0.0, y * r)
+    return 2.0 * C * np.sign(r) * np.maximum(0.0, np.abs(r) - epsilon)
+
+
+def squared_dual(ld, y, C, dual, epsilon=None):
+    r"""The dual objective of the squared losses at ``dual`` (one pass over ``ld`` for :math:`w`):
+    :math:`\sum_i \alpha_i - \tfrac12\|\sum_i y_i\alpha_i x_i\|^2 - \sum_i \alpha_i^2/(4C_i)` for the squared
+    hinge (``epsilon`` None), :math:`\sum_i y_i\beta_i - \epsilon\sum_i|\beta_i| - \tfrac12\|\sum_i \beta_i
+    x_i\|^2 - \sum_i \beta_i^2/(4C_i)` for the squared epsilon-insensitive loss; as
+    :func:`~maxmargin.solvers.dual_cd.solve_svc` and ``solve_svr`` report it."""
+    y = np.asarray(y, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    coef = dual * y if epsilon is None else dual
+    w = np.zeros(ld.n_weights)
+    weighted_sum(np.ascontiguousarray(coef, dtype=np.float64), w, *ld.args())
+    rest = float(np.sum(dual * dual / (4.0 * C))) + 0.5 * float(w @ w)
+    if epsilon is None:
+        return float(np.sum(dual)) - rest
+    return float(y @ dual) - float(epsilon) * float(np.sum(np.abs(dual))) - rest
+
+
 def recovered_gap(ld, y, C, kind, epsilon, w, f):
-    r"""``(f - D) / max(|f|, tiny)``: the relative duality gap of the primal objective ``f`` at ``w`` against the
-    dual objective of the dual variables recovered from ``w`` (:mod:`~maxmargin.solvers.dual_primal`'s recovery):
-    :math:`\alpha_i = 2C_i\max(0, y_i r_i)`, :math:`D = \sum\alpha_i - \tfrac12\|\sum\alpha_i y_i x_i\|^2 -
-    \sum\alpha_i^2/(4C_i)` for the squared hinge; :math:`\beta_i = 2C_i\,\mathrm{sign}(r_i)\max(0, |r_i| -
-    \epsilon)`, :math:`D = \sum y_i\beta_i - \epsilon\sum|\beta_i| - \tfrac12\|\sum\beta_i x_i\|^2 -
-    \sum\beta_i^2/(4C_i)` for the squared epsilon-insensitive loss (:math:`r_i = y_i - w\cdot x_i`).  Any
+    """``(f - D) / max(|f|, tiny)``: the relative duality gap of the primal objective ``f`` at ``w`` against the
+    dual objective (:func:`squared_dual`) of the dual variables recovered from ``w`` (:func:`recover_dual`).  Any
     such point is dual feasible, so the gap bounds ``f``'s distance from the optimum; it is 0 at the optimum.  Two
-    passes over the data.  ``kind``: 0 (squared hinge) or 1, as the compiled passes take it."""
+    passes over the data.  ``kind``: 0 (squared hinge) or 1 (squared epsilon-insensitive, ``epsilon``), as the
+    compiled passes take it."""
+    y = np.asarray(y, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
     r = y - all_dots(np.ascontiguousarray(w, dtype=np.float64), *ld.args())
-    if kind == 0:
-        a = 2.0 * C * np.maximum(0.0, y * r)
-        coef = a * y
-        lin = float(np.sum(a))
-    else:
-        a = 2.0 * C * np.sign(r) * np.maximum(0.0, np.abs(r) - float(epsilon))
-        coef = a
-        lin = float(y @ a) - float(epsilon) * float(np.sum(np.abs(a)))
-    v = np.zeros(ld.n_weights)
-    weighted_sum(np.ascontiguousarray(coef), v, *ld.args())
-    dual = lin - 0.5 * float(v @ v) - float(np.sum(a * a / (4.0 * C)))
+    eps = None if kind == 0 else float(epsilon)
+    dual = squared_dual(ld, y, C, recover_dual(y, C, r, eps), eps)
     return (float(f) - dual) / max(abs(float(f)), 1e-300)
 
 
