@@ -679,6 +679,28 @@ def veryshort(seed=52):
     return _split_at(_int32(X), y, 350_000)
 
 
+def zipfshort(seed=66):
+    """Very sparse rows over a Zipf vocabulary (session 66): 350k + 50k rows of 1 + Poisson(0.5) distinct words of
+    200,000 (exponent 0.8: the frequent words in most rows, 150,000 words used), TF-IDF rows of unit length -- over
+    half the rows one word, so most values are 1; two classes from a planted score plus noise, split at its median.
+    Unlike ``veryshort`` (uniform features of 1,000,000, every weight a cache miss), the weights in use fit in a
+    core's cache, and the rows are too short for the passes' prefetch to pay."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 400_000, 200_000
+    lens = 1 + rng.poisson(0.5, n)
+    p = 1.0 / np.arange(1, d + 1) ** 0.8
+    cols = rng.choice(d, size=int(lens.sum()), p=p / p.sum())
+    X = sp.csr_matrix((np.ones(cols.shape[0]), (np.repeat(np.arange(n), lens), cols)), shape=(n, d))
+    X.sum_duplicates()
+    X.data = np.log1p(X.data) * np.log(n / (1.0 + np.bincount(X.indices, minlength=d)))[X.indices]
+    X = sp.csr_matrix(sp.diags(1.0 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())) @ X)
+    s = np.asarray(X @ rng.normal(size=d)).ravel() + 0.3 * rng.normal(size=n)
+    y = np.where(s > np.median(s), 1, -1)
+    return _split_at(_int32(X), y, 350_000)
+
+
 def rawcounts(seed=52):
     """Unnormalised term counts (session 52): 20k + 5k rows over 50,000 words, ~80 draws a row (counts up to
     dozens), two classes from a planted score."""
@@ -1133,4 +1155,6 @@ LOADERS.update(
     # session 61
     tall4=tall4,
     textbig=textbig,
+    # session 66
+    zipfshort=zipfshort,
 )

@@ -1179,6 +1179,45 @@ def test_tron_chunk_accumulators_sit_apart_and_their_pads_stay_unread():
     np.testing.assert_allclose(acc[0, :m] + acc[1, :m], Xb.T @ (z * (Xb @ v)), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("per_row", [2, 40])
+def test_tron_products_only_pass_and_far_weights(per_row):
+    """The line search's pass ``X s`` (``kind=PRODUCTS_ONLY``) stores the products and no loss; over more weights
+    than FAR_WEIGHTS, rows short enough for the prefetch (2 values a row) and rows too long for it (40) give the
+    products and the Hessian-vector sums of NumPy, on one chunk and two."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    rng = np.random.default_rng(66)
+    n, d = 3000, tron.FAR_WEIGHTS + 500
+    cols = rng.integers(0, d, size=(n, per_row))
+    cols[:, 0] = np.arange(n) * (d // n)  # rows spread over all the weights: none unused
+    X = sp.csr_matrix((rng.normal(size=n * per_row), (np.repeat(np.arange(n), per_row), cols.ravel())), shape=(n, d))
+    X.sum_duplicates()
+    ld = linear_data(X, 1.0)
+    assert ld.n_weights > tron.FAR_WEIGHTS
+    assert (X.nnz <= tron.FAR_ROW_VALUES * n) == (per_row == 2)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    C = rng.uniform(0.5, 2.0, n)
+    m = ld.n_weights
+    args = ld.args() + (bool(ld.unit),)
+    s = rng.normal(size=m)
+    xs = np.asarray(X @ s[:d]).ravel() + s[d]
+    for chunks, fun in ((1, tron._fun_ser), (2, tron._fun_par)):
+        o = np.full(n, np.nan)
+        assert fun(s, *args, y, C, tron.PRODUCTS_ONLY, 0.0, o, chunks) == 0.0
+        np.testing.assert_allclose(o, xs, rtol=1e-12, atol=1e-12)
+        loss = fun(s, *args, y, C, 0, 0.0, o, chunks)
+        np.testing.assert_allclose(loss, np.sum(C * np.minimum(y * xs - 1.0, 0.0) ** 2), rtol=1e-12)
+    z = 2.0 * C * (y * xs < 1.0)
+    act = np.flatnonzero(z).astype(np.int64)
+    n_act = np.array([act.shape[0]], dtype=np.int64)
+    acc = tron._accumulators(1, 2 * m)
+    v = rng.normal(size=m)
+    tron._hess_vec_ser(v, *args, z, act, n_act, acc, 1)
+    Xb = sp.hstack([X, np.ones((n, 1))]).tocsr()
+    np.testing.assert_allclose(acc[0, :m], Xb.T @ (z * (Xb @ v)), rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("method", ["line_search", "trust_region"])
 def test_tron_on_kept_scratch_blocks_reads_nothing_unwritten(method):
     """TRON's working arrays come uninitialised from kept blocks (maxmargin._scratch) where they are large: blocks

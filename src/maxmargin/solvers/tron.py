@@ -84,9 +84,21 @@ ALPHA_PCG = 0.01
 METHOD = "line_search"
 
 
-#: weight vectors longer than this (1 MB) outgrow the per-core cache: the sparse passes then prefetch the weights
-#: (and accumulator entries) of the row ``WEIGHTS_AHEAD`` rows on -- each is a miss of its own (hashed features)
-FAR_WEIGHTS = 1 << 17
+#: weight vectors longer than this (2 MB) outgrow the per-core cache: where the rows are short too (at most
+#: FAR_ROW_VALUES stored values a row on average), the sparse passes prefetch the weights (and accumulator entries)
+#: of the row ``WEIGHTS_AHEAD`` rows on -- each is a miss of its own (hashed features).  Session 7 (1 MB, any row
+#: length): hashed300k's primal fit 2.63 -> 1.62 s.  Session 66 (Intel Xeon, 2 MB L2 a core; whole fits, the two
+#: rules alternating in one process, ``/tmp/s66/farfit.py``; the same iterates): 400,000 rows of 1.7 values on 150,000
+#: used features (Zipf) 0.78x the time without the prefetch, 1M hashed features on rows of 81 values (hash32)
+#: 0.84-0.89, rows of 112-2,990 values (wide1m, news20b, bigrams, fewwide) 0.91-1.01 -- the out-of-order core
+#: overlaps the misses of a long row itself, and 1.2 MB of weights mostly stay in the cache, so the prefetch's own
+#: loads were the cost; hashed300k (714,000 used features, 4 values a row) keeps it: 1.13-1.17x slower without.
+#: ``kind`` for :func:`_fun` where only the products ``X v`` are wanted (the line search's ``X s``: the loss of a
+#: direction, with its branch on the sign of each product, mispredicted for about half the rows, was thrown away;
+#: session 66, that pass 0.7-0.8x the time on 400,000 rows of 1.7 values and on ijcnn1)
+PRODUCTS_ONLY = -1
+FAR_WEIGHTS = 1 << 18
+FAR_ROW_VALUES = 16
 WEIGHTS_AHEAD = 8
 
 
@@ -116,11 +128,13 @@ def _residual(o, yi, kind, eps):
 
 
 def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, n_chunks):
-    """The loss part of f(w); stores the outputs ``o = X w`` for :func:`_grad_diag`."""
+    """The loss part of f(w); stores the outputs ``o = X w`` for :func:`_grad_diag`.  With ``kind`` =
+    :data:`PRODUCTS_ONLY`, only the outputs (returns 0)."""
     n = y.shape[0]
     fs = np.zeros(n_chunks)
+    loss = kind != PRODUCTS_ONLY
     has_bias = bias > 0
-    far = (not dense) and w.shape[0] > FAR_WEIGHTS
+    far = (not dense) and w.shape[0] > FAR_WEIGHTS and indptr[n] <= FAR_ROW_VALUES * n
     for t in prange(n_chunks):
         lo = t * n // n_chunks
         hi = (t + 1) * n // n_chunks
@@ -137,8 +151,9 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o
                 acc = sparse_dot(data, indices, indptr[i], indptr[i + uint64(1)], w)
             acc += wb
             o[i] = acc
-            r, _ = _residual(acc, y[i], kind, eps)
-            f += C[i] * r * r
+            if loss:
+                r, _ = _residual(acc, y[i], kind, eps)
+                f += C[i] * r * r
         fs[t] = f
     return fs.sum()
 
@@ -201,7 +216,7 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
     caller adds v and the chunks."""
     n = z.shape[0]
     has_bias = bias > 0
-    far = (not dense) and v.shape[0] > FAR_WEIGHTS
+    far = (not dense) and v.shape[0] > FAR_WEIGHTS and indptr[n] <= FAR_ROW_VALUES * n
     for t in prange(n_chunks):
         a = acc[t]
         a[: v.shape[0]] = 0.0  # the products fill the first half only
@@ -787,7 +802,7 @@ def _newton_run(
     accepted = 0
     while accepted < n_iters:
         istate[I_HV] += _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec)
-        _FUN(s, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, xs, chunks)
+        _FUN(s, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, PRODUCTS_ONLY, eps, xs, chunks)
         sTs = _dot(s, s)
         wTs = _dot(w, s)
         gTs = _dot(g, s)
