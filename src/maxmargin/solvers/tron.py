@@ -93,13 +93,13 @@ METHOD = "line_search"
 #: 0.84-0.89, rows of 112-2,990 values (wide1m, news20b, bigrams, fewwide) 0.91-1.01 -- the out-of-order core
 #: overlaps the misses of a long row itself, and 1.2 MB of weights mostly stay in the cache, so the prefetch's own
 #: loads were the cost; hashed300k (714,000 used features, 4 values a row) keeps it: 1.13-1.17x slower without.
+FAR_WEIGHTS = 1 << 18
+FAR_ROW_VALUES = 16
+WEIGHTS_AHEAD = 8
 #: ``kind`` for :func:`_fun` where only the products ``X v`` are wanted (the line search's ``X s``: the loss of a
 #: direction, with its branch on the sign of each product, mispredicted for about half the rows, was thrown away;
 #: session 66, that pass 0.7-0.8x the time on 400,000 rows of 1.7 values and on ijcnn1)
 PRODUCTS_ONLY = -1
-FAR_WEIGHTS = 1 << 18
-FAR_ROW_VALUES = 16
-WEIGHTS_AHEAD = 8
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -109,6 +109,12 @@ def _prefetch_weights(i, indices, indptr, v, a):
     for k in range(lo, min(indptr[i + 1], lo + 16)):
         _prefetch(v, indices[k])
         _prefetch(a, indices[k])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _far(dense, m, indptr, n):
+    """Whether the sparse passes prefetch the weights of the rows ahead (:data:`FAR_WEIGHTS`)."""
+    return (not dense) and m > FAR_WEIGHTS and indptr[n] <= FAR_ROW_VALUES * n
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -134,7 +140,7 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o
     fs = np.zeros(n_chunks)
     loss = kind != PRODUCTS_ONLY
     has_bias = bias > 0
-    far = (not dense) and w.shape[0] > FAR_WEIGHTS and indptr[n] <= FAR_ROW_VALUES * n
+    far = _far(dense, w.shape[0], indptr, n)
     for t in prange(n_chunks):
         lo = t * n // n_chunks
         hi = (t + 1) * n // n_chunks
@@ -216,7 +222,7 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act
     caller adds v and the chunks."""
     n = z.shape[0]
     has_bias = bias > 0
-    far = (not dense) and v.shape[0] > FAR_WEIGHTS and indptr[n] <= FAR_ROW_VALUES * n
+    far = _far(dense, v.shape[0], indptr, n)
     for t in prange(n_chunks):
         a = acc[t]
         a[: v.shape[0]] = 0.0  # the products fill the first half only
