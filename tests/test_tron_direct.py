@@ -63,7 +63,7 @@ def test_hessian_kept_by_the_changed_rows_matches_numpy(kind, bias):
     m = ld.n_weights
     H = np.eye(m)
     zH = np.zeros(n)
-    fstate = np.zeros(7)
+    fstate = np.zeros(8)
     z = np.where(rng.random(n) < 0.5, 2.0 * rng.uniform(0.5, 2.0, n), 0.0)
     for step in range(6):
         tron._hessian_to(H, zH, z, *args, fstate)

@@ -104,10 +104,11 @@ DIRECT_MAX_WEIGHTS = 256
 #: (value) pairs that forming the Hessian from its active rows adds up (a pair costs ~2-3 visits of a value, but the
 #: exact steps save iterations)
 DIRECT_SWITCH = 1.5
-#: ... while the gradient is still more than this multiple of the stopping rule's bound (close to it, the CG steps
-#: end the fit in an iteration or two, and one direct step does not pay for forming the Hessian: 20,000 one-hot rows of
-#: 11 values, one direct step at the end, 1.3x the time)
-DIRECT_FAR = 100.0
+#: ... and only after an iteration of at least this many CG steps: where the truncated steps converge in a few
+#: products an iteration (rows of few values, well conditioned: 200,000 one-hot rows of 7 values, 10 classes, 2-3
+#: products an iteration), forming the Hessian costs more than the iterations it saves (1.4x the time on that set with
+#: the switch at 3)
+DIRECT_MIN_CG = 8
 #: ... the Hessian kept by changes while their pairs since the last build stay under this multiple of the active
 #: rows' pairs (each change adds rounding; a build from scratch ends it)
 DIRECT_CHURN = 4.0
@@ -305,7 +306,7 @@ _FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
 # WN, MI (1/M) below, each of ``m`` weights), ``fstate`` and ``istate``.
 
 W, G, MP, S, R, D, HD, ZV, WN, MI = range(10)
-F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL, F_CHURN, F_GATE = range(7)
+F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL, F_CHURN, F_GATE, F_SWITCH = range(8)
 I_IT, I_DONE, I_HV, I_CUR, I_DIRECT, I_DSTEPS = range(6)
 #: ``istate[I_DIRECT]``: the direct steps (:data:`DIRECT_MAX_WEIGHTS`) not allowed (0), allowed (1), running (2);
 #: ``istate[I_DSTEPS]``: how many Newton iterations took a direct step
@@ -1045,10 +1046,9 @@ def _newton_run(
         if not direct:
             cg = _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec)
             istate[I_HV] += cg
-            far = fstate[F_GNORM] > DIRECT_FAR * fstate[F_TOL] * fstate[F_GNORM0]
-            if istate[I_DIRECT] == DIRECT_ALLOWED and cg >= fstate[F_GATE] and far:
+            if istate[I_DIRECT] == DIRECT_ALLOWED and cg >= fstate[F_GATE]:
                 values, pairs = _active_work(act, n_act, Xd, indptr, dense, nf, bias)
-                if 2.0 * cg * values >= DIRECT_SWITCH * pairs:
+                if 2.0 * cg * values >= fstate[F_SWITCH] * pairs:
                     istate[I_DIRECT] = DIRECT_ON  # (from the identity: no row's outer product in H yet)
                     for a in range(m):
                         H[a, a:] = 0.0
@@ -1198,7 +1198,7 @@ class _State:
         )
         self.family = _PARALLEL if self.par else _SERIAL
         self.vec = _scratch.empty(10 * self.m, np.float64).reshape(10, self.m)
-        self.fstate = np.array([0.0, 0.0, -1.0, 0.0, float(tol), 0.0, 0.0])
+        self.fstate = np.array([0.0, 0.0, -1.0, 0.0, float(tol), 0.0, 0.0, DIRECT_SWITCH])
         self.istate = np.zeros(6, dtype=np.int64)
         # the direct steps' Hessian, its factor's workspace and the rows' weights in it (kept blocks, uninitialised:
         # _newton_run sets H and zH where it switches to the direct steps)
@@ -1206,7 +1206,7 @@ class _State:
         self.istate[I_DIRECT] = DIRECT_ALLOWED if m > 1 else DIRECT_OFF
         if m > 1:  # the switch's test needs CG steps >= DIRECT_SWITCH (k + 1) / 4 for rows of k values at least
             shortest = ld.n_features if ld.dense else (int(np.min(np.diff(ld.indptr))) if n else 0)
-            self.fstate[F_GATE] = DIRECT_SWITCH * (shortest + (1 if ld.bias > 0 else 0) + 1) / 4.0
+            self.fstate[F_GATE] = max(DIRECT_MIN_CG, DIRECT_SWITCH * (shortest + (1 if ld.bias > 0 else 0) + 1) / 4.0)
         self.direct = (
             _scratch.empty(m * m, np.float64).reshape(m, m),
             _scratch.empty(m * m, np.float64).reshape(m, m),
