@@ -134,6 +134,8 @@ SETS = (
     "tags100",
     # session 66: 400,000 rows of 1-3 words from a Zipf vocabulary of 200,000
     "zipfshort",
+    # session 67: 12,000 rows of 16 one-hot attributes (mushrooms' kind, fresh)
+    "onehot12k",
 )
 C_OF = {"mnist": 0.01, "heavyc": 10.0}
 SOLVERS = {"dual": (1, 0.1), "primal": (2, 0.01)}
