@@ -38,6 +38,17 @@ CASES = {
     "bools": np.array([True, False, True]),
     "empty": np.array([], dtype=float),
     "infinite": np.array([1.0, np.inf, 1.0]),
+    # the compiled two-label scan (labels._two_scan) and where it hands over to the other paths
+    "two int64 extremes": np.array([2**63 - 1, -(2**63), 2**63 - 1]),
+    "two float32": RNG.choice(np.array([-3.5, 7.25], np.float32), 500),
+    "two, NaN first": np.array([np.nan, 1.0, 2.0, 1.0]),
+    "two, NaN last": np.array([1.0, 2.0, 1.0, np.nan]),
+    "two infinities": np.array([np.inf, -np.inf, np.inf]),
+    "finite and infinite": np.array([2.0, -np.inf, 2.0]),
+    "two strided": RNG.choice([-1.0, 1.0], 3001)[::3],
+    "the second label late": np.r_[np.full(999, 4), 9],
+    "three where two are expected": np.r_[RNG.choice([0, 1], 999), 2],
+    "two zeros and one": np.array([0.0, -0.0, 1.0, -0.0]),
 }
 
 

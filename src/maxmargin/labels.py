@@ -9,6 +9,8 @@ them (``np.intp``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -16,6 +18,33 @@ from numba import njit
 COUNT_SPAN = 1 << 16
 #: string labels of at most this many distinct values are found by comparisons (:func:`_encode_strings`)
 PEEL_MAX = 8
+#: the label dtypes :func:`_two_scan` takes (one compiled copy each; others go the NumPy way)
+_SCANNED = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.int32))
+
+
+@njit(cache=True, nogil=True)
+def _two_scan(y, number):
+    """For contiguous 1-D labels ``y``: ``(lo, hi, two)``, where ``two`` says every label is ``lo`` or ``hi`` (NaN is
+    neither), ``lo`` / ``hi`` the first label and the first one unlike it, ordered; ``number[i] = (y[i] == hi)``.
+    One compiled call in place of NumPy's ten (min, max, two comparisons and counts, ...): 4.5 against 30 us warm
+    at 6,093 labels, ~50 against ~150-200 us right after another library's fit (cold caches, where a NumPy call
+    costs ~20 us), 0.65 against 2.7 ms at 1M (session 68).  The pass has no branch on the labels."""
+    n = y.shape[0]
+    a = y[0]
+    b = a
+    for i in range(n):
+        if y[i] != a:
+            b = y[i]
+            break
+    lo = min(a, b)
+    hi = max(a, b)
+    k = 0
+    for i in range(n):
+        v = y[i]
+        t = v == hi
+        number[i] = t
+        k += t | (v == lo)
+    return lo, hi, k == n
 
 
 def _encode_strings(y):
@@ -106,6 +135,11 @@ def encode(y):
         return _encode_objects(y)
     if n == 0 or y.dtype.kind not in "iuf":
         return np.unique(y, return_inverse=True)
+    if y.dtype in _SCANNED and y.flags.c_contiguous:
+        number = np.empty(n, dtype=np.intp)
+        lo, hi, two = _two_scan(y, number)
+        if two and lo != hi and math.isfinite(lo) and math.isfinite(hi):
+            return np.array([lo, hi], dtype=y.dtype), number
     lo = y.min()
     hi = y.max()
     if not (np.isfinite(lo) and np.isfinite(hi)):  # NaN or infinite labels: np.unique's answer, checked later

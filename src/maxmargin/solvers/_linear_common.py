@@ -1098,11 +1098,20 @@ def sqnorms(ld):
     """:func:`row_sqnorms` of :class:`LinearData` ``ld``; rows of 0/1 values (``ld.unit``) from their counts alone,
     without a pass over the stored values (a9a, 450k values: 0.13 -> 0.02 ms)."""
     if ld.unit and not ld.dense:
-        out = np.diff(ld.indptr).astype(np.float64)
-        if ld.bias > 0:
-            out += ld.bias * ld.bias
-        return out
+        return _count_sqnorms(ld.indptr, float(ld.bias))
     return row_sqnorms(*ld.args())
+
+
+@njit(cache=True, nogil=True)
+def _count_sqnorms(indptr, bias):
+    """Each row's count of stored values, plus ``bias**2`` where ``bias`` > 0: the squared norms of 0/1 rows (one
+    compiled call: NumPy's three cost ~60 us with cold caches, session 68)."""
+    n = indptr.shape[0] - 1
+    out = np.empty(n)
+    b2 = bias * bias if bias > 0 else 0.0
+    for i in range(n):
+        out[i] = float(indptr[i + 1] - indptr[i]) + b2
+    return out
 
 
 @njit(cache=True, nogil=True, inline="always")

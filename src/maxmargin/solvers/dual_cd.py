@@ -1005,6 +1005,45 @@ class LinearFit:
         return None if self.dual_objective is None else self.objective - self.dual_objective
 
 
+@njit(cache=True, nogil=True)
+def _svc_box(C, norms, squared):
+    r"""The classifier's dual box and diagonal from the rows' ``C`` and squared norms in one compiled pass:
+    ``(diag, upper, QD, cx)`` -- :math:`D_{ii}` (``0.5 / C_i`` for the squared hinge, else 0), the upper bound
+    (:math:`\infty`, else ``C_i``), :math:`Q_{ii} = \|x_i\|^2 + D_{ii}` and :math:`\sum_i C_i\|x_i\|^2`.  NumPy's
+    five calls cost ~80 us right after another library's fit, where each call's code and data are cold (session 68).
+    """
+    n = C.shape[0]
+    diag = np.empty(n)
+    upper = np.empty(n)
+    QD = np.empty(n)
+    cx = 0.0
+    for i in range(n):
+        c = C[i]
+        d = 0.5 / c if squared else 0.0
+        diag[i] = d
+        upper[i] = INF if squared else c
+        QD[i] = norms[i] + d
+        cx += c * norms[i]
+    return diag, upper, QD, cx
+
+
+@njit(cache=True, nogil=True)
+def _dual_terms(alpha, diag, w):
+    r""":math:`(\sum_i \alpha_i, \sum_i d_i\alpha_i^2, w\cdot w)` in one compiled call: the dual objective's parts
+    at the end of :func:`solve_svc`.  NumPy's six calls (sums, products, a BLAS dot) cost ~90 us right after another
+    library's fit (mushrooms, 6,093 rows: every call's code and data cold), against ~6 us warm (session 68)."""
+    s = 0.0
+    q = 0.0
+    for i in range(alpha.shape[0]):
+        a = alpha[i]
+        s += a
+        q += diag[i] * a * a
+    ww = 0.0
+    for j in range(w.shape[0]):
+        ww += w[j] * w[j]
+    return s, q, ww
+
+
 def _warm_dual(alpha0, lower, upper, n):
     if alpha0 is None:
         return np.zeros(n)
@@ -1063,20 +1102,14 @@ def solve_svc(
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.float64)
     C = np.ascontiguousarray(C, dtype=np.float64)
-    if squared:
-        diag = 0.5 / C
-        upper = np.full(n, INF)
-    else:
-        diag = np.zeros(n)
-        upper = C.copy()
     norms = sqnorms(ld)
-    QD = norms + diag
+    diag, upper, QD, cx = _svc_box(C, norms, bool(squared))
     full = ld
     # features stored in one row only become a diagonal term of that row (fold_singletons): the epochs run
     # on the other features, the same iterates in exact arithmetic; a single problem skips it where its rows'
     # mean C_i |x_i|^2 says the fit is a few epochs long (FOLD_MIN_CX)
     if fold and fold != "shared" and not hasattr(ld, "_folded"):
-        fold = float(C @ norms) >= FOLD_MIN_CX * max(n, 1)
+        fold = cx >= FOLD_MIN_CX * max(n, 1)
     folded = fold_singletons(ld) if fold else None
     diag_full = diag
     if folded is not None:
@@ -1249,13 +1282,15 @@ def solve_svc(
     )
     if asynchronous[0]:  # stopped before the asynchronous phase ended: make w consistent with alpha
         end_async()
-    wsq = w @ w if folded is None else w @ w + alpha @ (alpha * folded.mass)
+    alpha_sum, alpha_sq, wsq = _dual_terms(alpha, diag_full, w)
+    if folded is not None:
+        wsq += alpha @ (alpha * folded.mass)
     if checked_loss[0] is not None and status == "converged":
         primal = float(0.5 * wsq + checked_loss[0])  # (the check's pass at this w; see settled_rows)
     else:
         primal = primal_now()
     w = weights(w)
-    dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.sum(diag_full * alpha * alpha))
+    dual = float(alpha_sum - 0.5 * wsq - 0.5 * alpha_sq)
     fit = LinearFit(w, alpha, primal, dual, it, fstate[2], status)
     fit.async_workers = workers
     fit.split_thread_epochs = split.thread_epochs if split is not None else 0
