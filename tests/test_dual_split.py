@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from maxmargin import LinearSVC
+from maxmargin import LinearSVC, _threads
 from maxmargin.solvers import _linear_common as lc
 from maxmargin.solvers import dual_cd, dual_split
 
@@ -457,13 +457,44 @@ def test_folded_primal_is_the_primal_of_the_unfolded_weights():
             assert dual_cd.svc_primal(w, ld, y, C, squared, parallel=par) == pytest.approx(direct, rel=1e-12)
 
 
+def _tasks(tmp_path, states):
+    """A fake ``/proc/self/task``: one thread a state letter (a name with a space and a parenthesis, as comm allows)."""
+    d = tmp_path / "task"
+    d.mkdir(exist_ok=True)
+    for old in d.iterdir():
+        (old / "stat").unlink()
+        old.rmdir()
+    for k, state in enumerate(states):
+        (d / str(100 + k)).mkdir()
+        (d / str(100 + k) / "stat").write_text(f"{100 + k} (numba (worker) {k}) {state} 1 2 3 4\n")
+    return str(d)
+
+
 def test_other_cores_busy_reads_the_runnable_count(tmp_path, monkeypatch):
     monkeypatch.setattr(dual_split.os, "cpu_count", lambda: 2)
     f = tmp_path / "loadavg"
+    one = _tasks(tmp_path, ["R", "S", "S"])  # this thread runs, the workers sleep
     for text, busy in [("0.50 0.40 0.30 1/180 4242\n", False), ("1.9 1.0 0.8 2/181 4243\n", True), ("x y", False)]:
         f.write_text(text)
-        assert OTHER_CORES_BUSY(str(f)) is busy
-    assert OTHER_CORES_BUSY(str(tmp_path / "missing")) is False
+        assert OTHER_CORES_BUSY(str(f), one) is busy
+    assert OTHER_CORES_BUSY(str(tmp_path / "missing"), one) is False
+    # two runnable threads, both this process's (a Numba worker still spinning after a parallel region): not busy
+    f.write_text("1.9 1.0 0.8 2/181 4243\n")
+    assert OTHER_CORES_BUSY(str(f), _tasks(tmp_path, ["R", "R", "S"])) is False
+    assert OTHER_CORES_BUSY(str(f), str(tmp_path / "none")) is True  # (no task folder: the count alone)
+    f.write_text("2.9 1.0 0.8 3/181 4243\n")  # a third runnable thread, another process's: busy
+    assert OTHER_CORES_BUSY(str(f), _tasks(tmp_path, ["R", "R", "S"])) is True
+
+
+def test_other_cores_busy_wants_two_reads(monkeypatch):
+    """A runnable count that drops between the two reads (a thread of another process that ran for a moment) is
+    not a busy core."""
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_own_runnable", lambda task_dir: 1)
+    for counts, busy in [([2, 1], False), ([2, 2], True), ([1, 2], False), ([3, 3], True)]:
+        it = iter(counts)
+        monkeypatch.setattr(_threads, "_runnable", lambda path, it=it: next(it))
+        assert _threads.other_cores_busy() is busy
 
 
 def test_a_busy_machine_runs_the_serial_mode_from_the_start(monkeypatch):

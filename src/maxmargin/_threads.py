@@ -30,6 +30,55 @@ def cores():
     return max(1, min(n, numba.get_num_threads()))
 
 
+def _runnable(path):
+    """Linux's count of runnable threads now (the fourth field of ``/proc/loadavg``), or None."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _own_runnable(task_dir):
+    """How many of this process's threads are runnable now (state ``R`` in ``/proc/self/task/*/stat``)."""
+    count = 0
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(os.path.join(task_dir, tid, "stat")) as f:
+                stat = f.read()
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+        end = stat.rfind(")")
+        count += end >= 0 and stat[end + 2 : end + 3] == "R"
+    return count
+
+
+def other_cores_busy(path="/proc/loadavg", task_dir="/proc/self/task"):
+    """Whether other processes hold every other core now: the runnable threads of the machine (``/proc/loadavg``),
+    less this process's own runnable ones, fill every core but this thread's -- twice in a row.
+
+    Then the split dual epochs run their serial mode from the start -- the same iterates -- instead of threads that
+    would stall within the first epoch (beside ``yes > /dev/null`` on 2 cores: longdocs 1.07-1.09x the plain
+    solver's time with the threads started).  The count alone (sessions 60-67) included this process's own threads:
+    Numba's workers spin for ~0.2-1 ms after a parallel region, and a question asked within that window read "busy"
+    (session 68, on a quiet machine right after an ijcnn1 primal fit: 199 of 200 reads).  Without its own threads one
+    read still said busy after 9 of 200 such fits (the states are not read at one instant), two reads in a row after
+    2 of 300; beside ``yes`` 50 of 50 read busy.  A quiet machine costs one read of ``/proc/loadavg`` (~13 us), a
+    busy answer ~0.2 ms.  False where the files cannot be read."""
+    cpus = os.cpu_count() or 1
+    for _ in range(2):
+        running = _runnable(path)
+        if running is None or running < cpus:
+            return False
+        if running - _own_runnable(task_dir) < cpus - 1:
+            return False
+    return True
+
+
 def _controller():
     """The process's :class:`threadpoolctl.ThreadpoolController`, made once (None where threadpoolctl fails)."""
     if not _CONTROLLER:

@@ -44,7 +44,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .. import _scratch
-from .._threads import cores
+from .._threads import cores, other_cores_busy
 from ._linear_common import (
     _dense_row_axpy,
     _dense_row_dot,
@@ -671,20 +671,6 @@ def _leave(istate, fstate, active, pg_max_old, pg_min_old, waited, code):
 
 
 # --------------------------------------------------------------------------- the driver
-
-
-def other_cores_busy(path="/proc/loadavg"):
-    """Whether other processes hold every other core now: Linux's count of runnable threads (the fourth field of
-    ``/proc/loadavg``, this thread included) is at least the number of cores.  Then the split runs its serial mode
-    from the start -- the same iterates -- instead of threads that would stall within the first epoch (beside
-    ``yes > /dev/null`` on 2 cores: longdocs 1.07-1.09x the plain solver's time with the threads started).  False
-    where the file cannot be read."""
-    try:
-        with open(path) as f:
-            running = int(f.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):
-        return False
-    return running >= (os.cpu_count() or 1)
 
 
 def _records(y, alpha, QD, diag, upper, lo, hi, end):
