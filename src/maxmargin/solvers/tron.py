@@ -88,7 +88,13 @@ EPS_CG = 0.5
 #: Session 26 (Intel machine, the passes on unsigned indices, so each does less work): 50k.  Whole fits, two
 #: chunks against serial, quiet: text2 (352k values) 12.3 against 14.0 ms, mushrooms (128k) 1.65 against 1.97 ms;
 #: with one busy process beside: 18.9 against 17.7 ms and 2.67 against 2.50 ms (``/tmp/s26/par2.py``).
-PARALLEL_STORED = 50_000
+#: Session 68 (the Intel KVM guest, whose second vCPU runs at times far slower than the first): 100k, so that data
+#: under 200k values run serially.  Serial against two chunks, alternating in one process (``/tmp/s68/parthr.py``,
+#: ``/tmp/s68/busyab.py``), ``LinearSVC(dual=False)`` at tol 0.01: mushrooms (128k) 0.84 in a normal phase, 0.38-0.52
+#: in a slow one; onehot12k (192k) 0.74-0.96, at tol 1e-4 0.46; the larger sets keep two chunks (a9a, 450k: 0.62
+#: two against one in the normal phase, 1.15 in the slow one; ijcnn1 0.70 / 0.90; text2 0.87 / 1.01).  Passes of
+#: ~40-60 us gain little from a second thread and lose 2x where it waits for its core.
+PARALLEL_STORED = 100_000
 ALPHA_PCG = 0.01
 #: the outer method of :func:`solve` by default: ``"line_search"`` (LIBLINEAR 2.40's Newton method with a
 #: backtracking line search) or ``"trust_region"`` (LIBLINEAR's TRON before 2.40)
