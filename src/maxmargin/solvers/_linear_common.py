@@ -120,6 +120,17 @@ CHECK_BLOCK = 1024
 
 
 @njit(cache=True, nogil=True)
+def balanced_tol(y, tol):
+    """LIBLINEAR's stopping tolerance for the squared hinge: ``tol`` times the smaller class's share of the rows
+    (labels +-1; ``tron``, ``cd_l1``).  (NumPy's ``sum(y > 0)``: ~50 us a fit with the caches cold, session 69.)"""
+    n = y.shape[0]
+    pos = 0
+    for i in range(n):
+        pos += y[i] > 0.0
+    return tol * max(min(pos, n - pos), 1) / max(n, 1)
+
+
+@njit(cache=True, nogil=True)
 def _all_ones(a):
     """Whether every value of the 1-D array ``a`` is 1 (stops after the first block of :data:`CHECK_BLOCK`
     holding one that is not).  Session 63: the blocks' inner loops ran to ``min(start + 1024, n)``, a count the

@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from numba import njit, prange, uint64
 
 from .._jit import parallel_and_serial
-from ._linear_common import KEEP_THRESHOLDS, _prefetch, drive, epoch_end, rand_below, rng_state
+from ._linear_common import KEEP_THRESHOLDS, _prefetch, balanced_tol, drive, epoch_end, rand_below, rng_state
 from .dual_cd import LinearFit
 
 INF = np.inf
@@ -607,9 +607,7 @@ def solve(
         fstate[1] = float(np.maximum(np.abs(2.0 * (Zc.T @ root_c)) - 1.0, 0.0).sum())
     rng = rng_state(seed)
     # LIBLINEAR's tolerance for this solver: tol * max(min(#pos, #neg), 1) / n (as tron.solve)
-    n = y.shape[0]
-    pos = int(np.sum(y > 0))
-    eff_tol = float(tol) * max(min(pos, n - pos), 1) / max(n, 1)
+    eff_tol = float(balanced_tol(y, float(tol)))
 
     def step(k):
         rc = _epochs(
