@@ -140,6 +140,35 @@ def _one_thread_limit():
         return blas_threads(1)
 
 
+#: OpenBLAS runs a dot product of at most this many values on one thread (``ddot``: 10,001 values woke its
+#: threads, 10,000 did not; session 70, ``/tmp/s70/wake.py``) ...
+OPENBLAS_DOT_SERIAL_MAX = 10_000
+#: ... and a Cholesky factor (``dpotrf``, which Numba's ``np.linalg.cholesky`` calls) of fewer rows than this
+OPENBLAS_CHOLESKY_SERIAL_BELOW = 128
+
+
+def blas_serial_for(dot_len, cholesky_rows=0):
+    """Whether BLAS runs on one thread anyway for dot products of at most ``dot_len`` values and Cholesky factors of
+    at most ``cholesky_rows`` rows: every BLAS library of the process is OpenBLAS (whose thresholds are above) and
+    the sizes are under its thresholds.  Then a :func:`one_blas_thread` block around work that makes no other BLAS
+    call only costs time: lowering OpenBLAS's thread count stops its threads, ~20 us a library (two here, NumPy's
+    and SciPy's), ~80 us a block with cold caches -- 3% of a 2.5 ms ``LinearSVC`` fit (session 70).  False where
+    threadpoolctl fails or another BLAS (MKL, BLIS: other thresholds) is loaded."""
+    if dot_len > OPENBLAS_DOT_SERIAL_MAX or cholesky_rows >= OPENBLAS_CHOLESKY_SERIAL_BELOW:
+        return False
+    kinds = _BLAS_KINDS
+    if not kinds:
+        try:
+            kinds.append(
+                all(lib.internal_api == "openblas" for lib in _controller().lib_controllers if lib.user_api == "blas")
+            )
+        except Exception:  # noqa: BLE001 - threadpoolctl missing or failing: the hold stays
+            kinds.append(False)
+    return kinds[0]
+
+
+_BLAS_KINDS = []
+
 #: the open :func:`one_blas_thread` blocks of the process, the limit the first of them set, and whether
 #: :func:`blas_lifted` has lifted it for now
 _ONE = {"depth": 0, "limit": None, "lifted": False}

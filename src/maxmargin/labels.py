@@ -189,3 +189,37 @@ def class_weights(class_weight, classes, y, y_idx, sample_weight=None):
     from sklearn.utils.class_weight import compute_class_weight
 
     return compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sample_weight)
+
+
+def one_vs_rest(y_idx, m, C, sw, cw):
+    r"""The binary problem of class ``m`` against the rest: targets :math:`y_i = \pm 1` (+1 where ``y_idx == m``)
+    and per-row costs :math:`C_i = C\,s_i\,c_i` -- ``sw`` the sample weights (None: ones), :math:`c_i` = ``cw[m]``
+    on the class's rows and ``cw[0]`` on the others for two classes (``m`` = 1: each row its own class's weight),
+    1 on the others for more (LIBLINEAR's one-vs-rest).  One compiled pass: the five NumPy operations before took
+    ~40 us with cold caches, ~2% of a 2.5 ms fit on mushrooms (session 70)."""
+    n = y_idx.shape[0]
+    yb = np.empty(n)
+    Ci = np.empty(n)
+    rest = float(cw[0]) if cw.shape[0] == 2 else 1.0
+    weights = sw is not None
+    _one_vs_rest(
+        np.ascontiguousarray(y_idx, dtype=np.intp),
+        int(m),
+        float(C),
+        np.ascontiguousarray(sw, dtype=np.float64) if weights else yb,
+        weights,
+        float(cw[m]),
+        rest,
+        yb,
+        Ci,
+    )
+    return yb, Ci
+
+
+@njit(cache=True, nogil=True)
+def _one_vs_rest(y_idx, m, C, sw, weights, c_pos, c_neg, yb, Ci):
+    for i in range(y_idx.shape[0]):
+        pos = y_idx[i] == m
+        yb[i] = 1.0 if pos else -1.0
+        s = C * sw[i] if weights else C
+        Ci[i] = s * (c_pos if pos else c_neg)

@@ -51,6 +51,7 @@ intercept excluded), ``fit_status_`` and ``fit_time_``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import numbers
@@ -69,9 +70,9 @@ from sklearn.utils.validation import validate_data
 
 from . import _pages, dedup, labels
 from ._ready import canonical_csr, ready_xy
-from ._threads import cores, one_blas_thread
+from ._threads import blas_serial_for, cores, one_blas_thread
 from .callbacks import CallbackSupportMixin, report_of, reports_progress
-from .solvers import cd_l1, cs_ipm, dual_cd, dual_ipm, dual_primal
+from .solvers import cd_l1, cs_ipm, dual_cd, dual_ipm, dual_primal, tron
 from .solvers._linear_common import linear_data, put_column
 from .svm import sample_weights, warn_not_converged
 
@@ -159,6 +160,11 @@ def _plain_labels(classes):
 #: seeds are taken modulo this (``np.iinfo("i").max``, LIBLINEAR's ``int``; the lookup took ~20 us a fit, caches cold)
 _INT_MAX = 2**31 - 1
 
+#: the solvers whose only BLAS calls are dot products of a row or weight vector and the Newton method's direct
+#: steps' Cholesky factor (LIBLINEAR's numbers: the squared hinge's dual and primal, the squared epsilon-insensitive
+#: loss's primal and dual): where those run on one thread anyway, no hold (``_LinearSVMBase._blas_hold``).  The
+#: others multiply matrices (the interior points, the L1 penalty's dense columns).
+BLAS_VECTOR_SOLVERS = frozenset({1, 2, 11, 12})
 #: ``margin_`` of a binary model by ``np.dot`` up to this many features (one BLAS thread's size; einsum beyond)
 ONE_NORM_DOT_MAX = 8192
 
@@ -354,6 +360,19 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
         return canonical_csr(X, sorted_rows=False), y  # rows in any order (the split epochs partition a copy)
 
     _sample_weights = staticmethod(sample_weights)
+
+    @staticmethod
+    def _blas_hold(solver, n_rows, n_weights):
+        """:func:`~maxmargin._threads.one_blas_thread`, or no hold where the solver's only BLAS calls (the dual CD
+        and Newton solvers, :data:`BLAS_VECTOR_SOLVERS`: dot products of ``n_rows`` or ``n_weights`` values, the
+        direct steps' Cholesky factor of ``n_weights`` rows) run on one thread anyway
+        (:func:`~maxmargin._threads.blas_serial_for`): the hold cost ~3% of a 2.5 ms fit on mushrooms."""
+        m = int(n_weights)
+        if solver in BLAS_VECTOR_SOLVERS and blas_serial_for(
+            max(int(n_rows), m), m if m <= tron.DIRECT_MAX_WEIGHTS else 0
+        ):
+            return contextlib.nullcontext()
+        return one_blas_thread()
 
     def _bias(self):
         return float(self.intercept_scaling) if self.fit_intercept else -1.0
@@ -610,12 +629,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             fold = "shared" if len(targets) > 1 else True  # (the dual CD's fold of one-row features; dual_cd.solve_svc)
 
             def job(p_no, m):
-                pos = y_idx == m
-                yb = np.where(pos, 1.0, -1.0)
-                if k == 2:
-                    Ci = C * sw * cw[y_idx]
-                else:
-                    Ci = C * sw * np.where(pos, cw[m], 1.0)
+                yb, Ci = labels.one_vs_rest(y_idx, m, C, sw, cw)
                 opts = self._options(p_no, len(targets))
                 prev_dual = warm["dual"][p_no] * ratio if warm is not None and warm["dual"][p_no] is not None else None
                 prev_dual = _merged_dual(prev_dual, dup)
@@ -688,7 +702,8 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                 return fit
 
             jobs = [(lambda p=p, m=m: placed(p, m)) for p, m in enumerate(targets)]
-            with one_blas_thread():  # see _LinearSVMBase: BLAS threads would only spin beside the solvers
+            # see _LinearSVMBase: BLAS threads would only spin beside the solvers
+            with self._blas_hold(solver, n, nf + (1 if bias > 0 else 0)):
                 fits = self._run_problems(jobs, threads)
             if len(fits) < len(targets):  # a callback stopped the fit: the remaining problems keep zero weights
                 for p in range(len(fits), len(targets)):
@@ -816,7 +831,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         opts = self._options(0, 1)
         if warm is not None and dup is not None:
             warm = dict(warm, dual=_merged_dual(warm["dual"], dup))
-        with one_blas_thread():  # see _LinearSVMBase
+        with self._blas_hold(solver, X.shape[0], nf + (1 if bias > 0 else 0)):  # see _LinearSVMBase
             fit = self._solve(solver, ld, y, Ci, warm, opts, dense_ld)
         self._warm_state = {
             "key": (solver, bias, n_kept),

@@ -314,9 +314,11 @@ _FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
 
 W, G, MP, S, R, D, HD, ZV, WN, MI = range(10)
 F_F, F_GNORM, F_GNORM0, F_DELTA, F_TOL, F_CHURN, F_GATE, F_SWITCH = range(8)
-I_IT, I_DONE, I_HV, I_CUR, I_DIRECT, I_DSTEPS = range(6)
+I_IT, I_DONE, I_HV, I_CUR, I_DIRECT, I_DSTEPS, I_PENDING = range(7)
 #: ``istate[I_DIRECT]``: the direct steps (:data:`DIRECT_MAX_WEIGHTS`) not allowed (0), allowed (1), running (2);
-#: ``istate[I_DSTEPS]``: how many Newton iterations took a direct step
+#: ``istate[I_DSTEPS]``: how many Newton iterations took a direct step; ``istate[I_PENDING]``: 1 while f, g and M at
+#: ``vec[W]`` are still to be made (:meth:`_State.start` leaves them to the first compiled call of the iterations,
+#: :func:`_pending_init`: a second call's dispatch cost ~45 us of a 2.5 ms fit with cold caches, session 70)
 DIRECT_OFF, DIRECT_ALLOWED, DIRECT_ON = 0, 1, 2
 #: ``istate[I_DONE]``: the gradient rule met (1); the method stuck before it (2: LIBLINEAR's "line search
 #: fails"); or flat (3: LIBLINEAR's "actred too small", a decrease of at most 1e-12 of f, and the trust region's
@@ -600,6 +602,57 @@ def _tron_init(
         istate[I_DONE] = 1
 
 
+def _pending_init(
+    Xd,
+    data,
+    indices,
+    indptr,
+    dense,
+    nf,
+    bias,
+    unit,
+    y,
+    C,
+    kind,
+    eps,
+    outs,
+    z,
+    act,
+    n_act,
+    acc,
+    chunks,
+    vec,
+    fstate,
+    istate,
+):
+    """:func:`_tron_init` where :meth:`_State.start` left it pending (``istate[I_PENDING]``)."""
+    if istate[I_PENDING]:
+        istate[I_PENDING] = 0
+        _tron_init(
+            Xd,
+            data,
+            indices,
+            indptr,
+            dense,
+            nf,
+            bias,
+            unit,
+            y,
+            C,
+            kind,
+            eps,
+            outs,
+            z,
+            act,
+            n_act,
+            acc,
+            chunks,
+            vec,
+            fstate,
+            istate,
+        )
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _pcg_start(g, M, Mi, s, r, zv, d):
     """Mi = 1 / M (the CG steps multiply by it: a division a weight cost text2's steps ~30 of ~280 us), s = 0,
@@ -699,6 +752,29 @@ def _tron_run(
     """Up to ``n_iters`` accepted trust-region steps from the state; returns 0 when converged (or flat:
     :data:`DONE_FLAT`), 1 otherwise.  Step acceptance and radius update as LIBLINEAR's TRON (see the module
     docstring)."""
+    _pending_init(
+        Xd,
+        data,
+        indices,
+        indptr,
+        dense,
+        nf,
+        bias,
+        unit,
+        y,
+        C,
+        kind,
+        eps,
+        outs,
+        z,
+        act,
+        n_act,
+        acc,
+        chunks,
+        vec,
+        fstate,
+        istate,
+    )
     if istate[I_DONE]:
         return 0
     w, g, M, s, r, wn = vec[W], vec[G], vec[MP], vec[S], vec[R], vec[WN]
@@ -1049,6 +1125,29 @@ def _newton_run(
     rest of the fit solves :math:`H s = -g` exactly (:func:`_hessian_to`, :func:`_direct_direction`) and takes the
     exact minimiser along ``s`` (:func:`_exact_length`; the Armijo search above where that length does not decrease
     ``f`` in floating point).  The stopping rules are the same."""
+    _pending_init(
+        Xd,
+        data,
+        indices,
+        indptr,
+        dense,
+        nf,
+        bias,
+        unit,
+        y,
+        C,
+        kind,
+        eps,
+        outs,
+        z,
+        act,
+        n_act,
+        acc,
+        chunks,
+        vec,
+        fstate,
+        istate,
+    )
     if istate[I_DONE]:
         return 0
     w, g, s = vec[W], vec[G], vec[S]
@@ -1150,6 +1249,7 @@ _FAMILY = (
     "_c_grad",
     "_c_hess_vec",
     "_tron_init",
+    "_pending_init",
     "_trpcg_c",
     "_tron_run",
     "_pcg_ls",
@@ -1207,7 +1307,9 @@ class _State:
         n = y.shape[0]
         self.m = ld.n_weights
         stored = ld.Xd.size if ld.dense else ld.data.size
-        self.chunks = max(1, min(numba.get_num_threads(), stored // PARALLEL_STORED)) if parallel else 1
+        # (Numba's thread count asked only where the data could use two chunks: ~10-30 us a call with cold caches)
+        by_size = stored // PARALLEL_STORED if parallel else 1
+        self.chunks = max(1, min(numba.get_num_threads(), by_size)) if by_size > 1 else 1
         self.par = bool(parallel and self.chunks > 1)
         self.data = (y, C, int(kind), float(eps))
         # the working arrays end with the fit: kept blocks (maxmargin._scratch), uninitialised -- every pass writes
@@ -1225,7 +1327,7 @@ class _State:
         self.family = _PARALLEL if self.par else _SERIAL
         self.vec = _scratch.empty(10 * self.m, np.float64).reshape(10, self.m)
         self.fstate = np.array([0.0, 0.0, -1.0, 0.0, float(tol), 0.0, 0.0, DIRECT_SWITCH])
-        self.istate = np.zeros(6, dtype=np.int64)
+        self.istate = np.zeros(7, dtype=np.int64)
         # the direct steps' Hessian, its factor's workspace and the rows' weights in it (kept blocks, uninitialised:
         # _newton_run sets H and zH where it switches to the direct steps)
         m = self.m if self.runner == "_newton_run" and direct and self.m <= DIRECT_MAX_WEIGHTS else 1
@@ -1238,10 +1340,16 @@ class _State:
         )
 
     def start(self, w, gnorm0=None):
+        """Start from ``w``: f, g and M there are made by the first :meth:`run` (or :meth:`made`)."""
         self.vec[W] = w
         if gnorm0 is not None:
             self.fstate[F_GNORM0] = gnorm0
-        self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
+        self.istate[I_PENDING] = 1
+
+    def made(self):
+        """f, g and M at the start made, where no :meth:`run` made them yet."""
+        if self.istate[I_PENDING]:
+            self.family["_pending_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
 
     def gnorm_at_zero(self):
         """||grad f(0)|| (leaves the state to be restarted by :meth:`start`)."""
@@ -1342,6 +1450,7 @@ def solve(
             return state.run(k), int(state.istate[I_IT])
         # one iteration at a time, each priced by iteration_work (a Python look of ~0.1 ms an iteration)
         lens = row_values(ld)
+        state.made()
         active = float(np.dot(lens, state.work[1] > 0.0))  # the rows the first iteration's products visit
         for _ in range(int(k)):
             hv = int(state.istate[I_HV])
@@ -1368,6 +1477,7 @@ def solve(
         verbose=verbose,
         name="tron",
     )
+    state.made()  # (drive made no step where max_iter is 0)
     if status == "converged" and int(state.istate[I_DONE]) in (DONE_STUCK, DONE_FLAT):
         # (an end before the gradient rule: converged only at the optimum, by the recovered gap; see DONE_STUCK)
         if recovered_gap(ld, y, C, code, epsilon, state.vec[W], state.fstate[F_F]) > END_GAP:
