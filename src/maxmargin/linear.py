@@ -251,7 +251,7 @@ def _repeats(X, codes, sw, solver, n_problems=1):
     codes = codes() if callable(codes) else codes
     if dedup.sampled_share(X, codes, empty_apart=True) > MERGE_SAMPLE_SHARE:
         return None
-    return dedup.find(X, codes, sw, mergeable=_stored_rows(X))
+    return dedup.find(X, codes, np.ones(X.shape[0]) if sw is None else sw, mergeable=_stored_rows(X))
 
 
 def _stored_rows(X):
@@ -271,11 +271,11 @@ def _merged_dual(dual, dup):
 
 def _split_dual(dual, dup, sw):
     """The merged problem's dual variables shared out over each group's rows in proportion to their weights
-    ``sw`` (within every row's own bound, as the group's bound is the sum of theirs); a solution of the original
+    ``sw`` (None: ones; within every row's own bound, as the group's bound is the sum of theirs); a solution of the original
     problem with the same ``w``."""
     if dual is None or dup is None:
         return dual
-    return np.asarray(dual)[dup.group] * (sw / dup.C[dup.group])
+    return np.asarray(dual)[dup.group] * ((1.0 if sw is None else sw) / dup.C[dup.group])
 
 
 class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
@@ -590,8 +590,9 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             )
         dual = _resolve_dual(self.dual, self.multi_class, self.penalty, self.loss, X)
         solver = liblinear_solver_type(self.multi_class, self.penalty, self.loss, dual)
-        sw = self._sample_weights(sample_weight, X)
-        cw = labels.class_weights(self.class_weight, classes, y, y_idx, None if sample_weight is None else sw)
+        # (None for no weights: the solvers' costs are made without a vector of ones, ~15-50 us with cold caches)
+        sw = None if sample_weight is None else self._sample_weights(sample_weight, X)
+        cw = labels.class_weights(self.class_weight, classes, y, y_idx, sw)
         bias = self._bias()
         n_rows = X.shape[0]
         X, y_idx, sw = _positive_rows(sample_weight, X, y_idx, sw)
@@ -615,7 +616,8 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
             ld = linear_data(X, bias)
             alpha0 = warm["dual"][0] * ratio if warm is not None else None  # (Crammer-Singer never merges)
             with one_blas_thread():
-                fits = [cs_ipm.solve(ld, y_idx, k, C * sw * cw[y_idx], seed=seed, alpha0=alpha0, **self._options(0, 1))]
+                costs = C * cw[y_idx] if sw is None else C * sw * cw[y_idx]
+                fits = [cs_ipm.solve(ld, y_idx, k, costs, seed=seed, alpha0=alpha0, **self._options(0, 1))]
         else:
             targets = [1] if k == 2 else list(range(k))
             # the coordinate-descent solvers take thin dense data as CSR (CD_CSR_MAX_FEATURES); TRON keeps dense
@@ -811,7 +813,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
         y = np.asarray(y, dtype=np.float64)
         dual = _resolve_dual(self.dual, "ovr", "l2", self.loss, X)
         solver = liblinear_solver_type("ovr", "l2", self.loss, dual)
-        sw = self._sample_weights(sample_weight, X)
+        sw = None if sample_weight is None else self._sample_weights(sample_weight, X)
         X, y, sw = _positive_rows(sample_weight, X, y, sw)
         n_kept = X.shape[0]
         if X.shape[0] == 0:
@@ -826,7 +828,7 @@ class LinearSVR(RegressorMixin, LinearModel, _LinearSVMBase):
             X, y, sw = X[dup.keep], y[dup.keep], dup.C
         ld = linear_data(X, bias, rows_first=solver in (12, 13))  # see LinearSVC.fit
         dense_ld = None if sp.issparse(X) or solver != 12 else (lambda: linear_data(X, bias))
-        Ci = float(self.C) * sw
+        Ci = np.full(X.shape[0], float(self.C)) if sw is None else float(self.C) * sw
         warm = self._warm((solver, bias, n_kept), n)
         opts = self._options(0, 1)
         if warm is not None and dup is not None:

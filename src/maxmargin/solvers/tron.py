@@ -1340,7 +1340,8 @@ class _State:
         )
 
     def start(self, w, gnorm0=None):
-        """Start from ``w``: f, g and M there are made by the first :meth:`run` (or :meth:`made`)."""
+        """Start from ``w`` (a vector, or 0.0 for zeros): f, g and M there are made by the first :meth:`run` (or
+        :meth:`made`)."""
         self.vec[W] = w
         if gnorm0 is not None:
             self.fstate[F_GNORM0] = gnorm0
@@ -1441,7 +1442,7 @@ def solve(
         # the stopping rule is relative to the first gradient: a warm start measures it at w = 0, as a cold
         # start would, so that a good start does not make the rule stricter
         gnorm0 = state.gnorm_at_zero()
-    state.start(np.zeros(state.m) if w0 is None else np.asarray(w0, dtype=np.float64), gnorm0)
+    state.start(0.0 if w0 is None else np.asarray(w0, dtype=np.float64), gnorm0)
 
     work = [0.0]
 
