@@ -772,6 +772,66 @@ def test_bad_input_named():
         LinearSVC().fit(X, y).predict(X[:, :3])
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LinearSVC(dual=True),
+        lambda: LinearSVC(dual=False),
+        lambda: LinearSVC(loss="hinge"),
+        lambda: LinearSVC(multi_class="crammer_singer"),
+        lambda: LinearSVC(penalty="l1", dual=False),
+        lambda: LinearSVR(),
+        lambda: LinearSVR(loss="squared_epsilon_insensitive", dual=False),
+        lambda: LinearSVR(loss="squared_epsilon_insensitive", dual=True),
+    ],
+)
+@pytest.mark.parametrize("unit", [False, True])
+def test_non_finite_csr_values_named_and_nothing_changed(make, bad, unit):
+    """A CSR matrix's stored values are checked after validation, by the pass each solver makes anyway (the rows'
+    squared norms of the dual solvers, 0/1 data's check for ones): a NaN or infinity still gets scikit-learn's
+    error -- on rows repeated three times too (the merged rows of the dual) -- and a refused fit leaves the fitted
+    estimator as it was."""
+    X, y = _data(2, n=300)
+    X = sp.vstack([sp.csr_matrix(X)] * 3).tocsr()
+    y = np.tile(y, 3)
+    if unit:
+        X.data[:] = 1.0
+    Xb = X.copy()
+    Xb.data[Xb.data.shape[0] // 2] = bad
+    est = make()
+    target = y if isinstance(est, LinearSVC) else y.astype(float)
+    with pytest.raises(ValueError, match="Input X contains (NaN|infinity)"):
+        est.fit(Xb, target)
+    assert not hasattr(est, "n_features_in_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, target)
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError, match="Input X contains (NaN|infinity)"):
+        est.fit(Xb[:, :5], target)
+    assert est.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
+@pytest.mark.parametrize("seed", [3, 6, 8])
+def test_crammer_singer_on_repeated_unit_rows(seed):
+    """Crammer-Singer on 0/1 rows each repeated three times: the stall watch once met a look without any violation
+    and divided by it (ZeroDivisionError for these seeds until session 70); the fit now ends at the objective of a
+    tight fit (within 1e-3) and predicts as it does."""
+    X, y = _data(2, n=300)
+    X = sp.vstack([sp.csr_matrix(X)] * 3).tocsr()
+    y = np.tile(y, 3)
+    X.data[:] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = LinearSVC(multi_class="crammer_singer", random_state=seed).fit(X, y)
+        tight = LinearSVC(multi_class="crammer_singer", tol=1e-6, max_iter=20000, random_state=seed).fit(X, y)
+    assert np.isfinite(est.objective_).all()
+    assert est.objective_[0] == pytest.approx(tight.objective_[0], rel=1e-3)
+    assert np.mean(est.predict(X) == tight.predict(X)) >= 0.99
+
+
 # --------------------------------------------------------------------------- callback, time limit, warm start
 
 

@@ -97,15 +97,17 @@ def all_finite(a):
     return bool(_all_finite(a.reshape(-1)))
 
 
-def ready_x(est, X, dtypes, large_sparse=True):
+def ready_x(est, X, dtypes, large_sparse=True, csr_values=True):
     """``X`` when ``validate_data(est, X, accept_sparse="csr", dtype=dtypes, order="C",
     accept_large_sparse=large_sparse)`` would return it unchanged (``est`` then holds ``n_features_in_`` as that
-    call leaves it); None where that call must decide."""
+    call leaves it); None where that call must decide.  ``csr_values=False``: a CSR matrix's stored values are not
+    looked at (the caller checks that they are finite itself, in a pass it makes anyway -- see
+    ``maxmargin.linear``)."""
     if type(X) is np.ndarray:
         if X.ndim != 2 or X.dtype not in dtypes or not X.flags.c_contiguous or not all_finite(X):
             return None
     elif sp.issparse(X) and X.format == "csr":
-        if len(X.shape) != 2 or X.dtype not in dtypes or not all_finite(X.data):
+        if len(X.shape) != 2 or X.dtype not in dtypes or (csr_values and not all_finite(X.data)):
             return None
         if not large_sparse and (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32):
             return None
@@ -119,7 +121,7 @@ def ready_x(est, X, dtypes, large_sparse=True):
     return X
 
 
-def ready_xy(est, X, y, dtypes, large_sparse=True):
+def ready_xy(est, X, y, dtypes, large_sparse=True, csr_values=True):
     """``(X, y)`` when ``validate_data(est, X, y, ...)`` (as :func:`ready_x`) would return them unchanged (a 1-D
     NumPy target of booleans, integers or finite floats, one per row); None otherwise."""
     if (
@@ -132,6 +134,6 @@ def ready_xy(est, X, y, dtypes, large_sparse=True):
         return None
     # validate_data sets the attributes before it looks at y; here y is checked first, so that a refused
     # input leaves the estimator as validate_data will find it
-    if ready_x(est, X, dtypes, large_sparse) is None:
+    if ready_x(est, X, dtypes, large_sparse, csr_values) is None:
         return None
     return X, y

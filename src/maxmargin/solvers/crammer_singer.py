@@ -53,7 +53,7 @@ from ._linear_common import (
     prefetch_staged,
     rand_below,
     rng_state,
-    row_sqnorms,
+    sqnorms,
     used_columns,
 )
 
@@ -803,7 +803,7 @@ def solve(
     n = y.shape[0]
     y = np.ascontiguousarray(y, dtype=np.int64)
     C = np.ascontiguousarray(C, dtype=np.float64)
-    A = row_sqnorms(*ld.args())
+    A = sqnorms(ld)  # (read only: made once per ld, maybe already by the estimator's check of X)
     W = np.zeros((n_classes, ld.n_weights))
     alpha = np.zeros((n, n_classes))
     warm = alpha0 is not None and np.shape(alpha0) == (n, n_classes)
