@@ -111,6 +111,12 @@ def reports_progress(fit):
 
     @functools.wraps(fit)
     def wrapper(self, X, y=None, sample_weight=None, **kwargs):
+        if _unwatched(self):  # (nothing to report to: the shared no-op report, no callback management)
+            self._fit_report = _QUIET
+            try:
+                return fit(self, X, y, sample_weight=sample_weight, **kwargs)
+            finally:
+                self.__dict__.pop("_fit_report", None)
         report = FitReport(self, X, y, sample_weight)
         self._fit_report = report
         manage = _management(self) if _management is not None else contextlib.nullcontext()
@@ -123,6 +129,57 @@ def reports_progress(fit):
         return out
 
     return wrapper
+
+
+def _unwatched(estimator):
+    """Whether nothing watches a fit of ``estimator``: no ``callback=``, no :func:`watching` watcher and no
+    scikit-learn callbacks set on it."""
+    return (
+        getattr(estimator, "callback", None) is None
+        and not _watchers.get()
+        and not (HAVE_SKLEARN_CALLBACKS and getattr(estimator, "_skl_callbacks", None))
+    )
+
+
+class _QuietReport:
+    """The :class:`FitReport` of a fit nothing watches (:func:`_unwatched`): every call does nothing, and one
+    instance serves every such fit -- a FitReport and scikit-learn's callback management cost ~40-60 us a fit with
+    cold caches, ~2% of a 2.5 ms ``LinearSVC`` fit (session 70)."""
+
+    active = False
+    sklearn = False
+    stopped = False
+    root = None
+
+    def begin(self, n_problems, probability=False, steps=False):
+        pass
+
+    def problem_begin(self, p_no, steps=True):
+        pass
+
+    def problem_end(self, p_no):
+        return True
+
+    def batch_done(self, p_numbers):
+        return True
+
+    def solver_callback(self, p_no=0):
+        return None
+
+    def finish(self):
+        pass
+
+    def probability_begin(self, n_pairs):
+        pass
+
+    def probability_pair_done(self, p_no):
+        pass
+
+    def probability_end(self):
+        pass
+
+
+_QUIET = _QuietReport()
 
 
 def report_of(estimator):
