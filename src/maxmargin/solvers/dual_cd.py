@@ -1121,7 +1121,7 @@ def solve_svc(
 
     alpha = _warm_dual(alpha0, 0.0, upper, n)
     w = np.zeros(ld.n_weights)
-    if alpha.any():
+    if alpha0 is not None and alpha.any():  # (a cold start's zeros: no NumPy call to find them so)
         weighted_sum(alpha * y, w, *ld.args())
     index = np.arange(n, dtype=np.int64)
     istate = np.array([n, 0], dtype=np.int64)
@@ -1333,7 +1333,7 @@ def solve_svr(
     QD = sqnorms(ld)
     beta = _warm_dual(beta0, -upper, upper, n)
     w = np.zeros(ld.n_weights)
-    if beta.any():
+    if beta0 is not None and beta.any():
         weighted_sum(beta, w, *ld.args())
     index = np.arange(n, dtype=np.int64)
     istate = np.array([n, 0], dtype=np.int64)

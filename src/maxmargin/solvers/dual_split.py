@@ -262,14 +262,21 @@ def worth_splitting(ld, n_threads):
     rows) when offered ``n_threads``: two threads and two cores this thread may use (:func:`maxmargin._threads.cores`:
     the affinity, and a Dask worker's thread count), and rows long enough (:data:`SPLIT_MIN_VALUES`,
     :data:`SPLIT_MIN_STORED`; :data:`SPLIT_MIN_STORED_LONG` for CSR rows of :data:`SPLIT_LONG_ROW` values)."""
-    if n_threads is None or n_threads < 2 or cores() < 2 or ld.n_features < 16:
+    if n_threads is None or n_threads < 2 or ld.n_features < 16:
         return False
     if ld.dense and ld.n_features < SPLIT_MIN_DENSE_VALUES:
         return False
     stored = ld.Xd.size if ld.dense else ld.data.size
     rows = max(ld.n_samples, 1)
     if ld.dense:
-        return stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * rows
+        return stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * rows and cores() >= 2
+    # (the cores asked only where the rows may qualify: ~10-20 us a call with cold caches, on every fit of short
+    # rows before session 70; the exchange is timed on two cores only)
+    may = (stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * rows) or (
+        stored >= SPLIT_MIN_STORED_LONG and stored >= SPLIT_LONG_ROW * rows
+    )
+    if not may or cores() < 2:
+        return False
     main, long_rows = _csr_rows_rules(stored, rows)
     # the smaller data of long rows: fits of ~10 ms, for which a core busy now is busy throughout, and the split's
     # serial mode is slower than the plain epochs (fewwide beside a busy process: 1.37-1.41 of LIBLINEAR's time
