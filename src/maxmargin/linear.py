@@ -490,12 +490,14 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
 
     def _split_threads(self, n_problems):
         """Threads offered to one binary dual CD problem for the split epochs (``dual_split``: reproducible, so
-        seeded fits use them too): ``n_jobs`` (the cores when unset: :func:`~maxmargin._threads.cores`, the ones
-        this process may run on; ``os.cpu_count`` took ~6 us a call here, a fit's fixed cost) for a single problem,
-        else 1."""
+        seeded fits use them too): ``n_jobs`` for a single problem, else 1.  Unset: 2, which only says "threads
+        allowed" -- ``dual_split.worth_splitting`` asks for the cores this thread may use
+        (:func:`~maxmargin._threads.cores`) itself, where the rows may qualify, and the objective's parallel pass
+        runs on Numba's threads, however many; asking here cost ~15-20 us of every such fit with cold caches
+        (session 70)."""
         if n_problems != 1:
             return 1
-        return cores() if self.n_jobs is None else int(self.n_jobs)
+        return 2 if self.n_jobs is None else int(self.n_jobs)
 
     def _finish(self, fits, nf, bias, t_start, stacked=None):
         if len(fits) == 1 and np.ndim(fits[0].w) == 1:
