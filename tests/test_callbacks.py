@@ -222,3 +222,31 @@ def test_probe_pairs_solved_before_the_rest_report_each_pair_once():
     maxmargin.SVC().set_callbacks(rec).fit(X, y)
     assert sorted(p[-1][1] for p in rec.ends("pair")) == list(range(6))
     assert rec.balanced()
+
+
+def test_unwatched_fit_shares_the_quiet_report_and_watched_ones_do_not():
+    """A fit nothing watches runs with the shared no-op report (no FitReport made) and leaves nothing behind; a
+    ``callback=``, a watcher or scikit-learn callbacks each make it a full report again."""
+    X, y = make_classification(300, 8, random_state=3)
+    reports = []
+    original = callbacks.FitReport.__init__
+
+    def counting(self, *args, **kwargs):
+        reports.append(self)
+        original(self, *args, **kwargs)
+
+    callbacks.FitReport.__init__ = counting
+    try:
+        est = maxmargin.LinearSVC(random_state=0).fit(X, y)
+        assert reports == [] and "_fit_report" not in est.__dict__
+        assert callbacks._unwatched(est)
+        seen = []
+        maxmargin.LinearSVC(random_state=0, callback=seen.append, tol=1e-8).fit(X, y)
+        assert len(reports) == 1 and seen
+        heard = []
+        X3, y3 = make_classification(300, 8, n_informative=4, n_classes=3, random_state=3)
+        with callbacks.watching(heard.append):
+            maxmargin.LinearSVC(random_state=0).fit(X3, y3)
+        assert len(reports) == 2 and sorted(i["subproblem"] for i in heard if "done" in i) == [0, 1, 2]
+    finally:
+        callbacks.FitReport.__init__ = original

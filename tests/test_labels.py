@@ -94,3 +94,29 @@ def test_encode_of_mixed_objects_fails_as_np_unique(y):
         np.unique(y, return_inverse=True)
     with pytest.raises(TypeError):
         labels.encode(y)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_vs_rest_is_the_numpy_arithmetic(k, weighted):
+    """``one_vs_rest``'s one pass gives the targets and costs the NumPy expressions it replaced, bit for bit."""
+    rng = np.random.default_rng(k)
+    y_idx = rng.integers(0, k, size=500).astype(np.intp)
+    sw = rng.random(500) * 3.0 if weighted else None
+    cw = rng.random(k) + 0.5
+    C = 0.7
+    for m in [1] if k == 2 else range(k):
+        yb, Ci = labels.one_vs_rest(y_idx, m, C, sw, cw)
+        pos = y_idx == m
+        s = np.ones(500) if sw is None else sw
+        want = C * s * cw[y_idx] if k == 2 else C * s * np.where(pos, cw[m], 1.0)
+        np.testing.assert_array_equal(yb, np.where(pos, 1.0, -1.0))
+        np.testing.assert_array_equal(Ci, want)
+
+
+def test_class_weights_none_is_shared_read_only_ones():
+    classes = np.array([0, 1, 2])
+    cw = labels.class_weights(None, classes, None, np.zeros(3, dtype=np.intp))
+    np.testing.assert_array_equal(cw, np.ones(3))
+    assert not cw.flags.writeable
+    assert labels.class_weights(None, classes, None, np.zeros(3, dtype=np.intp)) is cw

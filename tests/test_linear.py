@@ -2114,3 +2114,25 @@ def test_value_checks_find_a_bad_value_wherever_it_sits(dtype):
             assert _all_float32(a), (n, at)
             a[at] = np.nan
             assert not _all_float32(a), (n, at)
+
+
+def test_blas_hold_only_where_blas_could_thread(monkeypatch):
+    """The BLAS hold is skipped for the dual CD / Newton solvers where OpenBLAS runs their dots and Cholesky factors
+    serially anyway (the thresholds measured in session 70), and kept otherwise or where another BLAS is loaded."""
+    import contextlib
+
+    from maxmargin import _threads, linear
+
+    monkeypatch.setattr(_threads, "_BLAS_KINDS", [True])  # every BLAS library OpenBLAS
+    assert _threads.blas_serial_for(10_000, 127)
+    assert not _threads.blas_serial_for(10_001)
+    assert not _threads.blas_serial_for(100, 128)
+    hold = linear._LinearSVMBase._blas_hold
+    assert isinstance(hold(2, 6_000, 113), contextlib.nullcontext)
+    assert isinstance(hold(1, 9_000, 300), contextlib.nullcontext)  # (no direct steps over 256 weights)
+    assert not isinstance(hold(2, 6_000, 200), contextlib.nullcontext)  # the direct steps' Cholesky could thread
+    assert not isinstance(hold(2, 20_000, 113), contextlib.nullcontext)
+    assert not isinstance(hold(5, 100, 10), contextlib.nullcontext)  # the L1 penalty multiplies matrices
+    assert not isinstance(hold(3, 100, 10), contextlib.nullcontext)  # the hinge's interior point too
+    monkeypatch.setattr(_threads, "_BLAS_KINDS", [False])  # MKL or BLIS: thresholds unknown
+    assert not isinstance(hold(2, 6_000, 113), contextlib.nullcontext)
