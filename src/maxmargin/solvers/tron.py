@@ -318,7 +318,7 @@ I_IT, I_DONE, I_HV, I_CUR, I_DIRECT, I_DSTEPS, I_PENDING = range(7)
 #: ``istate[I_DIRECT]``: the direct steps (:data:`DIRECT_MAX_WEIGHTS`) not allowed (0), allowed (1), running (2);
 #: ``istate[I_DSTEPS]``: how many Newton iterations took a direct step; ``istate[I_PENDING]``: 1 while f, g and M at
 #: ``vec[W]`` are still to be made (:meth:`_State.start` leaves them to the first compiled call of the iterations,
-#: :func:`_pending_init`: a second call's dispatch cost ~45 us of a 2.5 ms fit with cold caches, session 70)
+#: :func:`_tron_init` there: a second call's dispatch cost ~45 us of a 2.5 ms fit with cold caches, session 70)
 DIRECT_OFF, DIRECT_ALLOWED, DIRECT_ON = 0, 1, 2
 #: ``istate[I_DONE]``: the gradient rule met (1); the method stuck before it (2: LIBLINEAR's "line search
 #: fails"); or flat (3: LIBLINEAR's "actred too small", a decrease of at most 1e-12 of f, and the trust region's
@@ -564,7 +564,11 @@ def _tron_init(
     fstate,
     istate,
 ):
-    """f, g, M, ||g|| and the first trust-region radius at ``vec[W]``."""
+    """f, g, M, ||g|| and the first trust-region radius at ``vec[W]``, where ``istate[I_PENDING]`` says they are
+    still to be made (it is cleared; the iterations' compiled calls begin here)."""
+    if not istate[I_PENDING]:
+        return
+    istate[I_PENDING] = 0
     cur = istate[I_CUR]
     w = vec[W]
     if _all_zero(w):  # a cold start: X w = 0 without a pass over the data (reg_dense: 1 ms of a 17 ms fit)
@@ -600,57 +604,6 @@ def _tron_init(
     fstate[F_DELTA] = np.sqrt(_mdot(vec[G], vec[MP], vec[G]))
     if gn <= fstate[F_TOL] * fstate[F_GNORM0] or gn == 0.0:
         istate[I_DONE] = 1
-
-
-def _pending_init(
-    Xd,
-    data,
-    indices,
-    indptr,
-    dense,
-    nf,
-    bias,
-    unit,
-    y,
-    C,
-    kind,
-    eps,
-    outs,
-    z,
-    act,
-    n_act,
-    acc,
-    chunks,
-    vec,
-    fstate,
-    istate,
-):
-    """:func:`_tron_init` where :meth:`_State.start` left it pending (``istate[I_PENDING]``)."""
-    if istate[I_PENDING]:
-        istate[I_PENDING] = 0
-        _tron_init(
-            Xd,
-            data,
-            indices,
-            indptr,
-            dense,
-            nf,
-            bias,
-            unit,
-            y,
-            C,
-            kind,
-            eps,
-            outs,
-            z,
-            act,
-            n_act,
-            acc,
-            chunks,
-            vec,
-            fstate,
-            istate,
-        )
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -752,7 +705,7 @@ def _tron_run(
     """Up to ``n_iters`` accepted trust-region steps from the state; returns 0 when converged (or flat:
     :data:`DONE_FLAT`), 1 otherwise.  Step acceptance and radius update as LIBLINEAR's TRON (see the module
     docstring)."""
-    _pending_init(
+    _tron_init(
         Xd,
         data,
         indices,
@@ -1125,7 +1078,7 @@ def _newton_run(
     rest of the fit solves :math:`H s = -g` exactly (:func:`_hessian_to`, :func:`_direct_direction`) and takes the
     exact minimiser along ``s`` (:func:`_exact_length`; the Armijo search above where that length does not decrease
     ``f`` in floating point).  The stopping rules are the same."""
-    _pending_init(
+    _tron_init(
         Xd,
         data,
         indices,
@@ -1249,7 +1202,6 @@ _FAMILY = (
     "_c_grad",
     "_c_hess_vec",
     "_tron_init",
-    "_pending_init",
     "_trpcg_c",
     "_tron_run",
     "_pcg_ls",
@@ -1350,12 +1302,13 @@ class _State:
     def made(self):
         """f, g and M at the start made, where no :meth:`run` made them yet."""
         if self.istate[I_PENDING]:
-            self.family["_pending_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
+            self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
 
     def gnorm_at_zero(self):
         """||grad f(0)|| (leaves the state to be restarted by :meth:`start`)."""
         self.vec[W] = 0.0
         self.fstate[F_GNORM0] = -1.0
+        self.istate[I_PENDING] = 1
         self.family["_tron_init"](*self.args, *self.data, *self.work, self.vec, self.fstate, self.istate)
         self.istate[I_DONE] = 0
         return float(self.fstate[F_GNORM])
