@@ -390,7 +390,7 @@ class _LinearSVMBase(CallbackSupportMixin, BaseEstimator):
             return
         if ld is not None and solver in SQNORM_SOLVERS and all_finite(sqnorms(ld)):
             return
-        if all_finite(X.data if ld is None else ld.data if not ld.dense else ld.Xd):
+        if all_finite(X.data if ld is None else ld.data):  # (CSR data: never dense rows here)
             return
         if n_features_before is None:
             self.__dict__.pop("n_features_in_", None)
