@@ -1517,6 +1517,42 @@ def test_staged_prefetch_async_matches_liblinear(monkeypatch, async_everywhere):
     assert _rel(fit.objective, theirs) < 1e-4
 
 
+def test_epoch_stages_drops_prefetch_for_cached_dense_rows():
+    """The plan's plain scheme is dropped for an epoch whose active dense rows hold at most PREFETCH_ACTIVE_BYTES
+    (they stay in cache after shrinking); larger active sets, CSR rows and the staged scheme keep the plan."""
+    from maxmargin.solvers._linear_common import PREFETCH_ACTIVE_BYTES, epoch_stages
+
+    rule = epoch_stages.py_func
+    Xd = np.zeros((4, 50))
+    rows = PREFETCH_ACTIVE_BYTES // (50 * 8)
+    assert rule(1, True, rows, Xd) == 0 and rule(1, True, 10, Xd) == 0
+    assert rule(1, True, rows + 1, Xd) == 1
+    assert rule(1, True, 2 * rows, Xd.astype(np.float32)) == 0  # 4-byte values: half the bytes a row
+    assert rule(1, False, 10, Xd) == 1 and rule(2, True, 10, Xd) == 2 and rule(0, True, 10**9, Xd) == 0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dense_prefetch_above_the_active_limit_leaves_iterates_unchanged(monkeypatch):
+    """Dense rows above PREFETCH_ACTIVE_BYTES run their first epochs with the plain scheme's prefetches and the
+    later, shrunk ones without: the same weights bit for bit as without any prefetch (LinearSVC's dual,
+    Crammer-Singer's and LinearSVR's dense epochs)."""
+    from maxmargin.solvers._linear_common import PREFETCH_ACTIVE_BYTES
+
+    d = 40
+    n = PREFETCH_ACTIVE_BYTES // (d * 8) + 500
+    X, y = _data(3, n=n, d=d, seed=11)
+    yr = X[:, :5].sum(axis=1) + 0.3 * np.random.default_rng(1).normal(size=n)
+    fits = []
+    for plan in ((2, 1, 0), (0, 0, 0)):
+        _planned(monkeypatch, plan)
+        a = LinearSVC(loss="hinge", tol=0.1, max_iter=30, random_state=0).fit(X, y).coef_.copy()
+        b = LinearSVC(multi_class="crammer_singer", tol=0.1, max_iter=4, random_state=0).fit(X, y).coef_.copy()
+        c = LinearSVR(dual=True, tol=0.1, max_iter=30, random_state=0).fit(X, yr).coef_.copy()
+        fits.append((a, b, c))
+    for first, second in zip(*fits):
+        np.testing.assert_array_equal(first, second)
+
+
 def test_prefetch_plan_by_shape(monkeypatch):
     """Data within a core's caches: no prefetch.  Data that stay in the shared cache: the plain scheme.  Large
     data: staged, with a longer distance for short rows, the weight stage only when the weight vector is large

@@ -47,6 +47,7 @@ from ._linear_common import (
     _prefetch,
     aligned_floats,
     drive,
+    epoch_stages,
     prefetch_entries,
     prefetch_plan,
     prefetch_row,
@@ -228,13 +229,14 @@ def _epochs(
         stopping = -INF
         keep = 0
         s = 0
+        pf = epoch_stages(stages, dense, active, Xd)
         while s < active:
             i = index[s]
-            if stages == 1:
+            if pf == 1:
                 if s + 2 < active:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
                     prefetch_entries(index, s, 2, active, A, C, y, n_cls, y_pos)
-            elif stages > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
+            elif pf > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, A)
                 prefetch_entries(index, s, entries, active, A, C, y, n_cls, y_pos)
             if s + 2 < active:  # the sample two ahead: its multipliers (up to 8 lines) and its list of classes

@@ -53,6 +53,7 @@ from ._linear_common import (
     dense_dot,
     drive,
     epoch_end,
+    epoch_stages,
     fold_singletons,
     narrow_indices,
     prefetch_entries,
@@ -163,13 +164,14 @@ def _svc_epochs(
             index[j] = t
         whole = active == n  # every row visited: the stopping test may hold
         keep = 0
+        pf = epoch_stages(stages, dense, active, Xd)
         for s in range(active):
             i = index[s]
-            if stages == 1:
+            if pf == 1:
                 if s + 2 < active:
                     prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
                     prefetch_entries(index, s, 2, active, y, alpha, diag, upper, QD)
-            elif stages > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
+            elif pf > 1:  # (0: data small enough to stay in the core's cache, no prefetch)
                 prefetch_staged(index, s, active, ahead, stages, Xd, data, indices, indptr, dense, False, w)
                 prefetch_entries(index, s, entries, active, y, alpha, diag, upper, QD)
             yi = y[i]
@@ -802,6 +804,7 @@ def _svr_epochs(
             index[s] = index[j]
             index[j] = t
         keep = 0
+        pf = epoch_stages(stages, dense, active, Xd)
         for s in range(active):
             i = index[s]
             # the plain scheme (the row two ahead) wherever the plan asks for any prefetch: its staged scheme (the
@@ -809,7 +812,7 @@ def _svr_epochs(
             # Intel machine: 200,000 x 20 dense 1.13 s staged against 0.65 s plain; 100,000 x 50: 0.69 against
             # 0.51 s; 300,000 x 200 at 3% non-zeros: 2.06 against 0.90 s).  (0: data small enough to stay in the
             # core's cache, no prefetch.)  The classifier's loop, one record a row, keeps the staged scheme.
-            if stages >= 1 and s + 2 < active:
+            if pf >= 1 and s + 2 < active:
                 prefetch_row(index[s + 2], Xd, data, indices, indptr, dense)
                 prefetch_entries(index, s, 2, active, y, beta, lam, upper, QD)
             b = beta[i]
