@@ -243,13 +243,18 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
         assert fit.status == "max_iter" and fit.violation > 0.3
 
 
-@pytest.mark.parametrize("plan", [(0, 0, 0), (2, 1, 0), (3, 2, 3)], ids=["none", "plain", "staged"])
+@pytest.mark.parametrize(
+    "plan, weights",
+    [((0, 0, 0), False), ((2, 1, 0), False), ((3, 2, 3), False), ((2, 1, 0), True)],
+    ids=["none", "plain", "staged", "plain-weights"],
+)
 @pytest.mark.parametrize("k", [3, 9, 70])
-def test_crammer_singer_records_take_the_arrays_iterates(k, plan, monkeypatch):
+def test_crammer_singer_records_take_the_arrays_iterates(k, plan, weights, monkeypatch):
     """Crammer-Singer on CSR rows through one record a sample (crammer_singer._epochs_rec: scalars, multipliers
-    and list of classes side by side; with each prefetch scheme; 70 classes take the partial selection of the
-    sub-problem) takes the same iterates as the loop over the per-sample arrays, bit for bit -- from a cold and
-    from a warm start, with empty rows and unequal C_i -- and LIBLINEAR's objective."""
+    and list of classes side by side; with each prefetch scheme, and with the weights of the next sample's classes
+    asked for (WEIGHTS_AHEAD, here on small weights); 70 classes take the partial selection of the sub-problem)
+    takes the same iterates as the loop over the per-sample arrays, bit for bit -- from a cold and from a warm
+    start, with empty rows and unequal C_i -- and LIBLINEAR's objective."""
     from maxmargin.solvers import crammer_singer
     from maxmargin.solvers._linear_common import linear_data
 
@@ -264,6 +269,7 @@ def test_crammer_singer_records_take_the_arrays_iterates(k, plan, monkeypatch):
     y[:k] = np.arange(k)
     ld = linear_data(X, 1.0)
     monkeypatch.setattr(crammer_singer, "prefetch_plan", lambda ld: plan)
+    monkeypatch.setattr(crammer_singer, "WEIGHTS_AHEAD_BYTES", 0 if weights else 1 << 62)
     C = rng.uniform(0.3, 1.0, size=n)
     fits = []
     tol = 1e-4 if k < 64 else 1e-2  # (70 classes: ~200 epochs to 1e-2, thousands to 1e-4)

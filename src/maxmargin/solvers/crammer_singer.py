@@ -71,6 +71,16 @@ SELECT_MIN_CLASSES = 64
 #: 10.6; whole fits (the same iterates) news20m 0.86x the time, text100, classes200 and 60,000 rows of 100 classes
 #: 0.97-1.02 (2 and 8 here the same)
 DENSE_CHANGES = 4
+#: on CSR rows with at least WEIGHTS_AHEAD_BYTES of weights, an epoch asks for the weights of the sample
+#: WEIGHTS_AHEAD positions on (its classes in play, where the scores gather them: fewer than a quarter of the
+#: classes), one line a (feature, class).  Session 72, whole fits with and without (identical iterates, alternating,
+#: medians of 9): multi40 (40 classes, 18 MB of weights) 0.86-0.90, news20m (20, 20 MB) 0.92-0.96, classes100s (100,
+#: 7.6 MB) 0.90-0.95, classes1k (1,000, 153 MB) 0.94, text100 (100, 38 MB; its rows keep 25+ classes in play, so
+#: few rows gather) 0.98; generated 40-class rows of 60 Zipf words over 3,000-200,000 words (`/tmp/s72/wsweep.py`):
+#: 0.9 MB 1.05, 3.7 MB 1.04 (slower: those weights stay in the core's 2 MB cache), 7.6 MB 0.99, 15 MB 0.97, 31 MB
+#: 0.96, 61 MB 0.92.  Two positions on: level or worse (multi40 0.96, news20m 1.00)
+WEIGHTS_AHEAD = 1
+WEIGHTS_AHEAD_BYTES = 6 << 20
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -436,7 +446,9 @@ def _fill_records(R, R16, W, k, A, C, indptr, y):
             R16[c + q] = q
 
 
-def _epochs_rec(data, indices, nf, bias, R, R16, W, Wt, index, istate, fstate, rng, tol, n_epochs, ahead, stages):
+def _epochs_rec(
+    data, indices, nf, bias, R, R16, W, Wt, index, istate, fstate, rng, tol, n_epochs, ahead, stages, weights_ahead
+):
     """:func:`_epochs` on CSR rows with each sample's scalars, multipliers and list of classes in one record of
     ``R`` (:func:`records`; ``R16`` its int16 view, ``W`` its width): the same iterates, bit for bit.
 
@@ -445,7 +457,8 @@ def _epochs_rec(data, indices, nf, bias, R, R16, W, Wt, index, istate, fstate, r
     multipliers and the list of classes -- eight before the row's values.  The record is two adjacent lines for 8
     classes, seven for 40.  It is asked for 4 positions ahead and the row 2 ahead (read from the record), or with the
     staged scheme ``stages * ahead`` and ``(stages - 1) * ahead`` positions ahead; nothing where ``stages`` is 0
-    (data that stay in the core's cache).
+    (data that stay in the core's cache).  With ``weights_ahead`` > 0, the weights of the classes in play of the
+    sample that many positions on, where its scores will gather them (:data:`WEIGHTS_AHEAD`).
 
     The sub-problem and the weights' update are written out as in :func:`_epochs` rather than shared through inline
     helpers: with the update in a helper (``inline="always"``) this loop ran 1.6x slower on 300,000 rows of 2.3
@@ -490,6 +503,17 @@ def _epochs_rec(data, indices, nf, bias, R, R16, W, Wt, index, istate, fstate, r
                     lo2 = int(R[uint64(r + REC_LO)])
                     _prefetch(data, lo2)
                     _prefetch(indices, lo2)
+            if weights_ahead > 0 and s + weights_ahead < active:
+                # the weights of the classes in play of the sample weights_ahead on, where they are few (see
+                # WEIGHTS_AHEAD); its record and row were asked for earlier
+                r = W * index[s + weights_ahead]
+                na = int(R16[uint64(4 * (r + REC_INTS) + 1)])
+                if 1 < na and 4 * na < k:
+                    c0 = 4 * (r + REC_ALPHA + k)
+                    for p in range(uint64(R[uint64(r + REC_LO)]), uint64(R[uint64(r + REC_HI)])):
+                        Wf = Wt[indices[p]]
+                        for q in range(na):
+                            _prefetch(Wf, R16[uint64(c0 + q)])
             r = W * i
             a0 = r + REC_ALPHA  # the multipliers' slot; the class list's int16s from c0, the ints' from h
             c0 = 4 * (a0 + k)
@@ -849,6 +873,7 @@ def solve(
         R16 = R.view(np.int16)
         _fill_records(R, R16, width, n_classes, A, C, ld.indptr, y)
         rec = (R, R16, width)
+        weights_ahead = WEIGHTS_AHEAD if ld.n_weights * n_classes * 8 >= WEIGHTS_AHEAD_BYTES else 0
     else:
         # each sample's classes (a permutation whose first n_cls[i] are in play) and its own class's position there
         act_cls = np.empty((n, n_classes), dtype=np.int32)
@@ -862,7 +887,9 @@ def solve(
     def step(k):
         if rec is not None:
             data = (ld.data, ld.indices, ld.n_features, float(ld.bias))
-            rc = _epochs_rec(*data, *rec, Wt, index, istate, fstate, rng, float(tol), int(k), ahead, stages)
+            rc = _epochs_rec(
+                *data, *rec, Wt, index, istate, fstate, rng, float(tol), int(k), ahead, stages, weights_ahead
+            )
             return rc, istate[0]
         rc = epochs(
             *args,
