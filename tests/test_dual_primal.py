@@ -441,6 +441,54 @@ def test_switch_over_its_budget_resumes_the_epochs(monkeypatch):
     assert 0.0 <= bailed.objective - bailed.dual_objective <= 1e-3 * best.objective
 
 
+def test_resumed_epochs_that_stop_above_the_newton_point_give_it(monkeypatch):
+    """The epochs resumed after the Newton method's budget stop by a violation rule, not at the optimum: where they
+    converge above the Newton point's primal objective, the Newton point is the result, converged (session 72: a
+    planted regression at tol 0.1 ended 29% above its optimum, where the Newton point had been 0.07% above).  The
+    resumed epochs are made to stop early here (one epoch from zero, a ``tol`` they meet at once); the Newton
+    method's budget is cut to one iteration as in :func:`test_switch_over_its_budget_resumes_the_epochs`."""
+    X, y, ld, C = _ahead_problem()
+    real_tron, real_dual = tron.solve, dual_cd.solve_svc
+    runs, statuses = [], []
+
+    def tron_spy(*a, **k):
+        runs.append(real_tron(*a, **k))
+        statuses.append(runs[-1].status)
+        return runs[-1]
+
+    def dual_spy(*a, **k):
+        if k.get("alpha0") is not None:  # the resumed epochs: one epoch from zero, met at once, far from the optimum
+            k = {**k, "tol": 1e9, "alpha0": np.zeros_like(k["alpha0"])}
+        runs.append(real_dual(*a, **k))
+        statuses.append(runs[-1].status)
+        return runs[-1]
+
+    monkeypatch.setattr(dual_primal.tron, "solve", tron_spy)
+    monkeypatch.setattr(dual_primal.dual_cd, "solve_svc", dual_spy)
+    monkeypatch.setattr(dual_primal, "BAIL_SHARE", 1e-9)
+    fit = dual_primal.l2_svc(ld, y, C, tol=0.1, max_iter=1000, seed=0)
+    first, newton, resumed = runs
+    assert statuses == ["stalled", "stalled", "converged"] and resumed.objective > newton.objective
+    assert fit.converged and fit.switched
+    np.testing.assert_array_equal(fit.w, newton.w)
+    assert fit.objective == newton.objective
+    assert fit.n_iter == first.n_iter + newton.n_iter + resumed.n_iter
+
+    # the Newton method first (LIBLINEAR's -s 2), stuck (forced), then epochs that stop above its point
+    def stuck_tron(*a, **k):
+        out = real_tron(*a, **{**k, "max_iter": 3})
+        out.status = "stalled"
+        return out
+
+    monkeypatch.setattr(dual_primal.tron, "solve", stuck_tron)
+    runs.clear()
+    statuses.clear()
+    fit = dual_primal.newton_then_dual(ld, y, C, "squared_hinge", tol=0.1, max_iter=1000)
+    (resumed,) = runs
+    assert statuses == ["converged"] and fit.converged and not fit.switched
+    assert fit.objective < resumed.objective
+
+
 def test_resumed_epochs_that_reach_the_cap_switch_at_the_cap(monkeypatch):
     """Where the epochs resumed after the Newton method's budget reach the cap of ``dual_epochs`` (forced here by a
     tol they cannot meet), the Newton method runs from their w at the cap's tolerance, with no budget, as LIBLINEAR;
