@@ -70,8 +70,19 @@ SPLIT_MIN_VALUES = 128
 #: plain epochs' time on bigrams (248 values a row; 234 against 216 ms) and 1.13x on news20b (243; 116 against
 #: 103 ms) where it had paid 0.8-0.9x on the AMD guest; longdocs (1,055) still 0.82x
 REF_EXCHANGE_NS = 60.0
+#: the rows' length above :data:`SPLIT_MIN_VALUES` grows this much faster than the exchange's time above
+#: :data:`REF_EXCHANGE_NS` (:func:`exchange_scale`).  Session 72 (an Intel Xeon guest, exchanges timed at 86-145 ns
+#: in different processes), split / plain whole fits at C = 1, tol 0.1, hinge and squared hinge: 3M values of unit
+#: rows over 200,000 columns, 219 values a row 1.23-1.27, 349 0.98, 474 0.89-0.91, 654 0.87-0.95, 945 0.85-1.04;
+#: rows of 258 values over 2**18 columns (a flat Zipf law) 1.01-1.33 (1.9 at C = 0.01, 3-5 epochs), news20b (243)
+#: 1.34-1.42, bigrams (248) 1.26-1.59, longdocs (1,056) 0.94-0.97.  The plain proportion put the break-even at 256
+#: values for 120 ns, where these rows lose 10-30%; with the margin it is 288 (145 ns: 354)
+EXCHANGE_MARGIN = 1.25
 #: round trips :func:`exchange_ns` times
 EXCHANGE_PROBES = 4000
+#: timed runs of them; the median is kept (the best of two until session 72: one low run, 86 ns where others took
+#: 117-145, split rows that lose)
+EXCHANGE_RUNS = 3
 #: dense rows of fewer values than this keep the plain epochs (their vector sums stream the rows: 2,000 values a row
 #: split gave 0.93x the time for LinearSVC, 1.05x for LinearSVR; 20,000 a row 0.72x and 0.95x)
 SPLIT_MIN_DENSE_VALUES = 4096
@@ -260,8 +271,9 @@ def _partitioned(data, indices, indptr, m, out_data, out_indices):
 def worth_splitting(ld, n_threads):
     """Whether :func:`maxmargin.solvers.dual_cd.solve_svc` runs the split epochs for data ``ld`` (CSR or dense
     rows) when offered ``n_threads``: two threads and two cores this thread may use (:func:`maxmargin._threads.cores`:
-    the affinity, and a Dask worker's thread count), and rows long enough (:data:`SPLIT_MIN_VALUES`,
-    :data:`SPLIT_MIN_STORED`; :data:`SPLIT_MIN_STORED_LONG` for CSR rows of :data:`SPLIT_LONG_ROW` values)."""
+    the affinity, and a Dask worker's thread count), rows long enough (:data:`SPLIT_MIN_VALUES`, longer where the
+    exchange is slow: :func:`exchange_scale`; :data:`SPLIT_MIN_STORED`; :data:`SPLIT_MIN_STORED_LONG` for CSR rows of
+    :data:`SPLIT_LONG_ROW` values), and the other core not busy now (:func:`other_cores_busy`)."""
     if n_threads is None or n_threads < 2 or ld.n_features < 16:
         return False
     if ld.dense and ld.n_features < SPLIT_MIN_DENSE_VALUES:
@@ -278,10 +290,11 @@ def worth_splitting(ld, n_threads):
     if not may or cores() < 2:
         return False
     main, long_rows = _csr_rows_rules(stored, rows)
-    # the smaller data of long rows: fits of ~10 ms, for which a core busy now is busy throughout, and the split's
-    # serial mode is slower than the plain epochs (fewwide beside a busy process: 1.37-1.41 of LIBLINEAR's time
-    # against 1.20-1.28)
-    return main or (long_rows and not other_cores_busy())
+    # not where the other core is busy now: the split's serial mode is slower than the plain epochs (fewwide beside a
+    # busy process: 1.37-1.41 of LIBLINEAR's time against 1.20-1.28).  Until session 72 the main rule split there
+    # too (and exchange_ns, unmeasured while busy, gave REF_EXCHANGE_NS): beside `yes > /dev/null`, split / plain
+    # longdocs 1.05-1.10, ngram-like rows (258 values over 2**18 columns) 1.30
+    return (main or long_rows) and not other_cores_busy()
 
 
 def _csr_rows_rules(stored, rows):
@@ -289,8 +302,14 @@ def _csr_rows_rules(stored, rows):
     rows."""
     main = stored >= SPLIT_MIN_STORED and stored >= SPLIT_MIN_VALUES * rows
     if main:
-        main = stored >= SPLIT_MIN_VALUES * rows * max(1.0, exchange_ns() / REF_EXCHANGE_NS)
+        main = stored >= SPLIT_MIN_VALUES * rows * exchange_scale(exchange_ns())
     return main, stored >= SPLIT_MIN_STORED_LONG and stored >= SPLIT_LONG_ROW * rows
+
+
+def exchange_scale(ns):
+    """How much longer than :data:`SPLIT_MIN_VALUES` the rows must be where an exchange takes ``ns``: 1 up to
+    :data:`REF_EXCHANGE_NS`, then in proportion with :data:`EXCHANGE_MARGIN` on the part above."""
+    return max(1.0, EXCHANGE_MARGIN * ns / REF_EXCHANGE_NS - (EXCHANGE_MARGIN - 1.0))
 
 
 def may_split(n_features, stored, rows):
@@ -339,15 +358,16 @@ def _new_box():
 
 def exchange_ns():
     """Nanoseconds of one exchange between two threads on this machine (:data:`EXCHANGE_PROBES` round trips, the
-    better of two runs): what a split row pays beyond its half of the work (:func:`worth_splitting`).  Timed once a
-    process, when the other cores are free (:func:`other_cores_busy`); until then, and where a run gave up (a
-    thread waited for a core), :data:`REF_EXCHANGE_NS` is returned and nothing is kept."""
+    median of :data:`EXCHANGE_RUNS` runs): what a split row pays beyond its half of the work
+    (:func:`worth_splitting`).  Timed once a process, when the other cores are free (:func:`other_cores_busy`);
+    until then, and where a run gave up (a thread waited for a core), :data:`REF_EXCHANGE_NS` is returned and
+    nothing is kept."""
     if _EXCHANGE_NS:
         return _EXCHANGE_NS[0]
     if other_cores_busy():
         return REF_EXCHANGE_NS
-    best = np.inf
-    for _ in range(2):
+    runs = []
+    for _ in range(EXCHANGE_RUNS):
         box = _new_box()
         done = [0]
         helper = threading.Thread(target=lambda: done.__setitem__(0, _ping_pong(1, box, EXCHANGE_PROBES)), daemon=True)
@@ -357,8 +377,8 @@ def exchange_ns():
         helper.join()
         if made < EXCHANGE_PROBES or done[0] < EXCHANGE_PROBES:
             return REF_EXCHANGE_NS
-        best = min(best, (time.perf_counter() - t0) / EXCHANGE_PROBES * 1e9)
-    _EXCHANGE_NS.append(float(best))
+        runs.append((time.perf_counter() - t0) / EXCHANGE_PROBES * 1e9)
+    _EXCHANGE_NS.append(float(np.median(runs)))
     return _EXCHANGE_NS[0]
 
 
