@@ -340,6 +340,40 @@ def test_the_interior_points_result_kept_where_the_epochs_after_it_do_worse():
     assert abs(ours - best) / best < 1e-5, (ours, best)
 
 
+@pytest.mark.parametrize("converged", [True, False])
+def test_finish_keeps_the_interior_point_where_the_epochs_after_it_end_above(converged):
+    """dual_ipm._finish with stand-in solvers: the interior point's result misses the gap's acceptance, the epochs
+    from it end below the stall but above that result -- the result is the fit, converged where those epochs met
+    ``tol`` (they stop by a violation rule; until session 72 their worse fit was returned then), else stalled."""
+    from maxmargin.solvers.dual_cd import LinearFit
+
+    n = 6
+    first = LinearFit(np.zeros(3), np.zeros(n), 20.0, 5.0, 50, 1.0, "stalled")
+    first.active = None
+    after = LinearFit(np.ones(3), np.full(n, 0.5), 12.0, 11.0, 7, 0.01, "converged" if converged else "stalled")
+
+    def certify(dual, w):
+        return LinearFit(w, dual, 10.0, 8.0, 0, np.nan, "converged")  # gap 2.0: not accepted at tol 0.1
+
+    fit = dual_ipm._finish(
+        first,
+        lambda start, iters, limit, watch: after,
+        lambda rows, dual, w: (np.full(n, 0.25), np.full(3, 2.0), 4),
+        None,
+        lambda count: True,
+        certify,
+        10,
+        0.1,
+        1000,
+        None,
+        0.0,
+        False,
+    )
+    assert fit.objective == 10.0 and fit.converged == converged
+    assert fit.status == ("converged" if converged else "stalled")
+    np.testing.assert_array_equal(fit.w, np.full(3, 2.0))
+
+
 def test_box_ipm_on_threads_matches_one_thread(monkeypatch):
     """A tall problem (n k^2 above PARALLEL_GRAM_MIN): ``_interior`` runs the compiled interior point with the rows
     split between threads; the same steps as on one thread, the same objective to 1e-10, and the box QP's optimality

@@ -555,9 +555,9 @@ def _finish(
     epoch).  Else the epochs again from the result (or from where they stopped, where the interior point failed)
     for the rest of ``max_iter``, over every row, watched: where they stall again they stop with status
     ``'stalled'``; where they end worse than at the stall, or the interior point failed, the epochs go on from the
-    stall instead, unwatched, as they would have without the switch.  Where those epochs miss ``tol`` and end above
-    the interior point's own result, that result is the fit (status ``'stalled'``; 0/1 columns of value 1,000:
-    78.3 against the epochs' 111.1).  Returns
+    stall instead, unwatched, as they would have without the switch.  Where those epochs end above the interior
+    point's own result, that result is the fit: status ``'stalled'`` where they missed ``tol`` (0/1 columns of value
+    1,000: 78.3 against the epochs' 111.1), converged where they met it (until session 72 the epochs' fit).  Returns
     the fit of those epochs, its ``n_iter`` counting every epoch and Newton step."""
     n = first.dual.shape[0]
     rows = first.active if first.active is not None and first.active.shape[0] < ALL_FROM * n else np.arange(n)
@@ -610,9 +610,11 @@ def _finish(
     fit.n_iter = int(first.n_iter) + int(steps) + int(fit.n_iter)
     fit.interior_steps = int(steps)
     fit.interior_rows = int(rows.shape[0])
-    if found is not None and not fit.converged and found.objective < fit.objective:
-        # the epochs neither met tol nor got below the interior point's own result: that one, not certified
-        found.status, found.converged = "stalled", False
+    if found is not None and found.objective < fit.objective:
+        # the epochs ended above the interior point's own result: that one -- converged where they met tol (a
+        # violation rule, not the optimum: see dual_primal._dual_then_primal), else not certified
+        if not fit.converged:
+            found.status, found.converged = "stalled", False
         return found
     return fit
 
