@@ -77,7 +77,7 @@ DENSE_CHANGES = 4
 #: medians of 9): multi40 (40 classes, 18 MB of weights) 0.86-0.90, news20m (20, 20 MB) 0.92-0.96, classes100s (100,
 #: 7.6 MB) 0.90-0.95, classes1k (1,000, 153 MB) 0.94, text100 (100, 38 MB; its rows keep 25+ classes in play, so
 #: few rows gather) 0.98; generated 40-class rows of 60 Zipf words over 3,000-200,000 words (`/tmp/s72/wsweep.py`):
-#: 0.9 MB 1.05, 3.7 MB 1.04 (slower: those weights stay in the core's 2 MB cache), 7.6 MB 0.99, 15 MB 0.97, 31 MB
+#: 0.9 MB 1.05, 3.7 MB 1.04 (slower: their hot rows stay in the core's 1 MB L2), 7.6 MB 0.99, 15 MB 0.97, 31 MB
 #: 0.96, 61 MB 0.92.  Two positions on: level or worse (multi40 0.96, news20m 1.00)
 WEIGHTS_AHEAD = 1
 WEIGHTS_AHEAD_BYTES = 6 << 20

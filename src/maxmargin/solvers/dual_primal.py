@@ -397,7 +397,7 @@ def _dual_then_primal(dual_solve, ld, y, C, kind, epsilon, tol, tol_factor, reco
             # met tol (they stop by a violation rule, not at the optimum: session 72, a planted regression on
             # 30,000 rows of log counts at tol 0.1 -- the Newton point 1584.5, 0.07% above the optimum, the resumed
             # epochs converged at 2042.5, LIBLINEAR's -s 12 at 1736.2), else not converged
-            if more.converged or more.status not in ("max_iter", "stalled"):
+            if more.status not in ("max_iter", "stalled"):
                 status = more.status
         else:
             # the cap reached after all: LIBLINEAR's switch, at its tolerance
