@@ -1111,6 +1111,72 @@ def textbig(seed=61):
     return _split_at(_int32(X), y, 270_000)
 
 
+# session 73: shapes nobody tuned on (sweep_linear.py; each a LIBLINEAR comparison of its own seed)
+
+
+def tweets5(seed=7311):
+    """Short hashed rows, few positives (session 73): 150k + 30k rows of ~9.5 words (Zipf 1.1) over 2**18 columns,
+    5% positives, labels from planted weights plus noise."""
+    rng = np.random.default_rng(seed)
+    n, d = 180_000, 1 << 18
+    X = _bow52(rng, n, d, 9, zipf=1.1)
+    s = np.asarray(X @ rng.normal(size=d)).ravel() + 0.3 * rng.normal(size=n)
+    return _split_at(_int32(X), np.where(s > np.quantile(s, 0.95), 1, -1), 150_000)
+
+
+def tags120(seed=7312):
+    """120 classes of Zipf-like frequencies on rows of ~6 words (session 73): 25k + 5k rows over 20,000 words."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 30_000, 20_000, 120
+    X = _bow52(rng, n, d, 5)
+    prior = -1.5 * np.log(np.arange(1, k + 1))
+    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + prior + 0.3 * rng.normal(size=(n, k)), axis=1)
+    return _split_at(_int32(X), y, 25_000)
+
+
+def onehot8(seed=7313):
+    """Eight categorical variables of 50 geometric-frequency levels, one-hot (session 73): 250k + 50k binary rows of
+    8 ones over 400 columns, many rows repeated."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, v, levels = 300_000, 8, 50
+    cats = np.minimum(rng.geometric(0.15, size=(n, v)) - 1, levels - 1) + levels * np.arange(v)
+    X = sp.csr_matrix((np.ones(n * v), cats.ravel(), np.arange(0, n * v + 1, v)), shape=(n, v * levels))
+    y = np.where(np.asarray(X @ rng.normal(size=v * levels)).ravel() + rng.normal(size=n) > 0, 1, -1)
+    return _split_at(_int32(X), y, 250_000)
+
+
+def regwide17(seed=7314):
+    """Regression on wide sparse rows (session 73): 40k + 8k rows of ~27 words (Zipf 1.1) over 2**17 columns, a
+    planted dense linear target plus noise of sd 0.2."""
+    rng = np.random.default_rng(seed)
+    n, d = 48_000, 1 << 17
+    X = _bow52(rng, n, d, 30, zipf=1.1)
+    y = np.asarray(X @ rng.normal(size=d)).ravel() + 0.2 * rng.normal(size=n)
+    return _split_at(_int32(X), y, 40_000)
+
+
+def dense6c(seed=7315):
+    """Six classes on 100 correlated dense features (session 73): 40k + 8k rows, Gaussian classes mixed by a random
+    matrix."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 48_000, 100, 6
+    M = rng.normal(size=(d, d)) / np.sqrt(d)
+    y = rng.integers(0, k, n)
+    X = (rng.normal(size=(k, d))[y] * 0.3 + rng.normal(size=(n, d))) @ M
+    return _split_at(X, y, 40_000)
+
+
+def textc10(seed=7316):
+    """Binary text for a large C (session 73; run at ``--C 10``): 20k + 4k rows of ~80 words over 100,000."""
+    rng = np.random.default_rng(seed)
+    n, d = 24_000, 100_000
+    X = _bow52(rng, n, d, 80)
+    y = np.where(np.asarray(X @ rng.normal(size=d)).ravel() + 0.2 * rng.normal(size=n) > 0, 1, -1)
+    return _split_at(_int32(X), y, 20_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1186,4 +1252,11 @@ LOADERS.update(
     # session 66
     zipfshort=zipfshort,
     onehot12k=onehot12k,
+    # session 73
+    tweets5=tweets5,
+    tags120=tags120,
+    onehot8=onehot8,
+    regwide17=regwide17,
+    dense6c=dense6c,
+    textc10=textc10,
 )

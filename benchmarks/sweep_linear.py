@@ -8,7 +8,8 @@ liblinear-official, same solver, same ``tol`` (LIBLINEAR's ``-e``), same data, o
     python benchmarks/sweep_linear.py news20b/hinge --C 0.01   # another C for every case (default 1)
 
 Cases are ``set/solver``: ``hinge`` (``loss='hinge'``, LIBLINEAR ``-s 3``, tol 0.1), ``l1`` (``penalty='l1'``,
-``-s 5``, tol 0.01), ``cs`` (``multi_class='crammer_singer'``, ``-s 4``, tol 0.1), and for regression
+``-s 5``, tol 0.01), ``cs`` (``multi_class='crammer_singer'``, ``-s 4``, tol 0.1), ``sqh`` (squared hinge, dual,
+``-s 1``, tol 0.1), ``primal`` (squared hinge, ``dual=False``, ``-s 2``, tol 0.01), and for regression
 ``svr-l1`` (``-s 13``, tol 0.1), ``svr-l2`` (squared, dual, ``-s 12``, tol 0.1) and ``svr-primal`` (``-s 11``,
 tol 0.001); C = 1 (``--C``), bias feature 1, epsilon 0.  Sets: the classification shapes of ``datasets.py``
 (``text100``, ``sparse40k``, ``hashed300k``, ``tall200k``, ``letter26``, ``text2``, ``dense2k``) and three
@@ -50,6 +51,8 @@ SOLVERS = {
     "hinge": (3, 0.1, dict(loss="hinge", dual=True), False),
     "l1": (5, 0.01, dict(penalty="l1", dual=False), False),
     "cs": (4, 0.1, dict(multi_class="crammer_singer"), False),
+    "sqh": (1, 0.1, dict(loss="squared_hinge", dual=True), False),
+    "primal": (2, 0.01, dict(loss="squared_hinge", dual=False), False),
     "svr-l1": (13, 0.1, dict(loss="epsilon_insensitive", dual=True), True),
     "svr-l2": (12, 0.1, dict(loss="squared_epsilon_insensitive", dual=True), True),
     "svr-primal": (11, 0.001, dict(loss="squared_epsilon_insensitive", dual=False), True),
@@ -161,6 +164,25 @@ CASES = (
     "regout/svr-l2",
     "regout/svr-primal",
     "reg_normspread/svr-l1",
+    # session 73: shapes nobody tuned on (textc10 is meant for --C 10)
+    "tweets5/sqh",
+    "tweets5/hinge",
+    "tweets5/primal",
+    "tweets5/l1",
+    "tags120/hinge",
+    "tags120/sqh",
+    "tags120/cs",
+    "onehot8/sqh",
+    "onehot8/hinge",
+    "onehot8/primal",
+    "onehot8/l1",
+    "regwide17/svr-l1",
+    "regwide17/svr-l2",
+    "regwide17/svr-primal",
+    "dense6c/sqh",
+    "dense6c/hinge",
+    "dense6c/primal",
+    "dense6c/cs",
 )
 
 
@@ -303,10 +325,10 @@ def liblinear_weights(model, solver, classes, n_features):
 
 def primal_objective(solver, coef, intercept, X, y, C=1.0):
     r"""The primal objective each solver minimises, with the bias feature (1) regularised as LIBLINEAR's ``-B 1``:
-    ``hinge`` :math:`\tfrac12\|w\|^2 + C\sum\xi_i`, ``l1`` :math:`\|w\|_1 + C\sum\xi_i^2` (one-vs-rest: summed over
-    the classes), ``cs`` Crammer and Singer's :math:`\tfrac12\sum_k\|w_k\|^2 + C\sum_i\max_k(\delta_{k\ne y_i} +
-    w_k\cdot x_i - w_{y_i}\cdot x_i)`, and for regression (epsilon 0) :math:`\tfrac12\|w\|^2 + C\sum|r_i|` (``svr-l1``)
-    or :math:`C\sum r_i^2` (the others)."""
+    ``hinge`` :math:`\tfrac12\|w\|^2 + C\sum\xi_i` (``sqh``, ``primal``: :math:`\xi_i^2`), ``l1``
+    :math:`\|w\|_1 + C\sum\xi_i^2` (one-vs-rest: summed over the classes), ``cs`` Crammer and Singer's
+    :math:`\tfrac12\sum_k\|w_k\|^2 + C\sum_i\max_k(\delta_{k\ne y_i} + w_k\cdot x_i - w_{y_i}\cdot x_i)`, and for
+    regression (epsilon 0) :math:`\tfrac12\|w\|^2 + C\sum|r_i|` (``svr-l1``) or :math:`C\sum r_i^2` (the others)."""
     coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
     b = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
     F = np.asarray(X @ coef.T) + b
@@ -327,7 +349,7 @@ def primal_objective(solver, coef, intercept, X, y, C=1.0):
     xi = np.maximum(0.0, 1.0 - Y * F)
     if solver == "l1":
         return float(np.sum(np.abs(coef)) + np.sum(np.abs(b))) + C * float(np.sum(xi * xi))
-    return sq + C * float(np.sum(xi))
+    return sq + C * float(np.sum(xi * xi if solver in ("sqh", "primal") else xi))
 
 
 def main():
