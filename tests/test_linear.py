@@ -268,7 +268,7 @@ def test_crammer_singer_records_take_the_arrays_iterates(k, plan, weights, monke
     y = np.asarray(X @ rng.normal(size=(d, k)) + 0.3 * rng.normal(size=(n, k))).argmax(axis=1)
     y[:k] = np.arange(k)
     ld = linear_data(X, 1.0)
-    monkeypatch.setattr(crammer_singer, "prefetch_plan", lambda ld: plan)
+    monkeypatch.setattr(crammer_singer, "prefetch_plan", lambda ld, **kw: plan)
     monkeypatch.setattr(crammer_singer, "WEIGHTS_AHEAD_BYTES", 0 if weights else 1 << 62)
     C = rng.uniform(0.3, 1.0, size=n)
     fits = []
@@ -317,7 +317,7 @@ def test_svr_records_take_the_arrays_iterates(squared, unit, plan, monkeypatch):
     ld = linear_data(X, 1.0, rows_first=True)
     assert ld.unit == unit and not ld.dense
     if plan is not None:
-        monkeypatch.setattr(dual_cd, "prefetch_plan", lambda ld: plan)
+        monkeypatch.setattr(dual_cd, "prefetch_plan", lambda ld, **kw: plan)
     C = np.full(1500, 0.5)
     fits = []
     for records in (True, False):
@@ -1447,7 +1447,7 @@ def _planned(monkeypatch, plan):
     from maxmargin.solvers import crammer_singer, dual_cd
 
     for mod in (dual_cd, crammer_singer):
-        monkeypatch.setattr(mod, "prefetch_plan", lambda ld: plan)
+        monkeypatch.setattr(mod, "prefetch_plan", lambda ld, **kw: plan)
 
 
 STAGED_PLANS = [(2, 1, 0), (0, 0, 0), (3, 2, 3), (1, 3, 5), (7, 3, 2), (40, 2, 40)]
@@ -1510,7 +1510,7 @@ def test_staged_prefetch_async_matches_liblinear(monkeypatch, async_everywhere):
     """The asynchronous epochs with the staged scheme (all three stages) still end at LIBLINEAR's objective."""
     from maxmargin.solvers._linear_common import linear_data
 
-    monkeypatch.setattr(async_everywhere, "prefetch_plan", lambda ld: (3, 3, 3))
+    monkeypatch.setattr(async_everywhere, "prefetch_plan", lambda ld, **kw: (3, 3, 3))
     X, y = _sparse_wide(seed=7)
     yy = y.astype(float)
     fit = async_everywhere.solve_svc(
@@ -1564,7 +1564,13 @@ def test_prefetch_plan_by_shape(monkeypatch):
     data: staged, with a longer distance for short rows, the weight stage only when the weight vector is large
     (more than PREFETCH_WEIGHTS_L2 times the L2 cache, here set to 1 MB), dense rows with their per-row arrays."""
     from maxmargin.solvers import _linear_common
-    from maxmargin.solvers._linear_common import PREFETCH_STAGED_BYTES, PREFETCH_WEIGHTS_L2, linear_data, prefetch_plan
+    from maxmargin.solvers._linear_common import (
+        PREFETCH_STAGED_ALONE_BYTES,
+        PREFETCH_STAGED_BYTES,
+        PREFETCH_WEIGHTS_L2,
+        linear_data,
+        prefetch_plan,
+    )
 
     monkeypatch.setattr(_linear_common, "l2_cache_bytes", lambda: 1 << 20)
     rng = np.random.default_rng(0)
@@ -1588,6 +1594,13 @@ def test_prefetch_plan_by_shape(monkeypatch):
     n = PREFETCH_STAGED_BYTES // (40 * 8) + 1
     ahead, stages, entries = prefetch_plan(linear_data(rng.normal(size=(n, 40)), 1.0, rows_first=True))
     assert stages == 2 and entries == ahead > 0
+    # between the two limits (50,000 rows of 20 values: ~13.7 MiB with the per-row arrays): staged for a problem
+    # that runs alone, plain for one of several (one-vs-rest); dense rows plain either way (as above)
+    mid = linear_data(hashed(50_000, 1000, 20), 1.0)
+    assert PREFETCH_STAGED_ALONE_BYTES < 50_000 * (20 * 12 + 48) + 8 * 1001 <= PREFETCH_STAGED_BYTES
+    assert prefetch_plan(mid) == (2, 1, 0) and prefetch_plan(mid, alone=True)[1] == 2
+    n = PREFETCH_STAGED_ALONE_BYTES // (200 * 8) + 1
+    assert prefetch_plan(linear_data(rng.normal(size=(n, 200)), 1.0), alone=True) == (2, 1, 0)
 
 
 def test_prefetch_lines_asks_for_every_line_of_a_span_once(monkeypatch):

@@ -1131,7 +1131,7 @@ def solve_svc(
     fstate = np.array([INF, -INF, INF])
     rng = rng_state(seed)
     args = ld.args()
-    plan = prefetch_plan(ld)
+    plan = prefetch_plan(ld, alone=fold != "shared")  # ("shared": one of the one-vs-rest problems)
     workers = async_workers(ld, n_threads)
     asynchronous = [workers > 1]
     if workers > 1:
@@ -1345,7 +1345,7 @@ def solve_svr(
         fstate[1] = float(np.maximum(np.abs(y) - epsilon, 0.0).sum())
     rng = rng_state(seed)
     args = ld.args()
-    plan = prefetch_plan(ld)
+    plan = prefetch_plan(ld, alone=True)
 
     epochs = _svr_epochs if ld.dense else _svr_epochs_csr
     records = [None]  # the per-row records of the CSR epochs (RECORDS: made at their first call)
