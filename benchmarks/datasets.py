@@ -1125,7 +1125,8 @@ def tweets5(seed=7311):
 
 
 def tags120(seed=7312):
-    """120 classes of Zipf-like frequencies on rows of ~6 words (session 73): 25k + 5k rows over 20,000 words."""
+    """Rows of ~6 words labelled by 120 planted classes with Zipf-like priors (session 73): 25k + 5k rows over 20,000
+    words; 21 of the classes occur in the training rows, the commonest in 75% of them."""
     rng = np.random.default_rng(seed)
     n, d, k = 30_000, 20_000, 120
     X = _bow52(rng, n, d, 5)
