@@ -1230,7 +1230,7 @@ def test_tron_chunk_accumulators_sit_apart_and_their_pads_stay_unread():
     act, n_act = np.empty(400, dtype=np.int64), np.zeros(2, dtype=np.int64)
     acc = tron._accumulators(2, 2 * m)
     acc.fill(np.nan)
-    args = ld.args() + (bool(ld.unit),)
+    args = ld.args() + (bool(ld.unit), False)
     tron._fun_par(w, *args, y, C, 0, 0.0, o, 2)
     np.testing.assert_allclose(o, Xb @ w, rtol=1e-12)
     tron._grad_diag_par(o, *args, y, C, 0, 0.0, z, act, n_act, acc, 2)
@@ -1248,8 +1248,8 @@ def test_tron_chunk_accumulators_sit_apart_and_their_pads_stay_unread():
 @pytest.mark.parametrize("per_row", [2, 40])
 def test_tron_products_only_pass_and_far_weights(per_row):
     """The line search's pass ``X s`` (``kind=PRODUCTS_ONLY``) stores the products and no loss; over more weights
-    than FAR_WEIGHTS, rows short enough for the prefetch (2 values a row) and rows too long for it (40) give the
-    products and the Hessian-vector sums of NumPy, on one chunk and two."""
+    than FAR_WEIGHTS, the passes with the weights' prefetch (rows of 2 values) and without (40) give the products and
+    the Hessian-vector sums of NumPy, on one chunk and two."""
     from maxmargin.solvers import tron
     from maxmargin.solvers._linear_common import linear_data
 
@@ -1265,7 +1265,7 @@ def test_tron_products_only_pass_and_far_weights(per_row):
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     C = rng.uniform(0.5, 2.0, n)
     m = ld.n_weights
-    args = ld.args() + (bool(ld.unit),)
+    args = ld.args() + (bool(ld.unit), per_row == 2)
     s = rng.normal(size=m)
     xs = np.asarray(X @ s[:d]).ravel() + s[d]
     for chunks, fun in ((1, tron._fun_ser), (2, tron._fun_par)):
@@ -1282,6 +1282,35 @@ def test_tron_products_only_pass_and_far_weights(per_row):
     tron._hess_vec_ser(v, *args, z, act, n_act, acc, 1)
     Xb = sp.hstack([X, np.ones((n, 1))]).tocsr()
     np.testing.assert_allclose(acc[0, :m], Xb.T @ (z * (Xb @ v)), rtol=1e-10, atol=1e-10)
+
+
+def test_far_weights_by_how_the_values_spread(monkeypatch):
+    """TRON's passes prefetch the weights of the rows ahead only over more than FAR_WEIGHTS weights, on rows of at
+    most FAR_ROW_VALUES values, and where the L2-sized set of the most frequent columns holds less than FAR_HOT_SHARE
+    of the values (here a 16 KiB L2: 1,024 columns): values spread at random over the columns -- yes; the same number
+    of values on 500 columns, or rows of 40 values, or fewer weights -- no.  A compacted copy of the rows keeps the
+    columns' counts (compact_columns)."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import compact_columns, linear_data
+
+    monkeypatch.setattr(tron, "l2_cache_bytes", lambda: 16 << 10)
+    rng = np.random.default_rng(73)
+    n, d = 4000, tron.FAR_WEIGHTS + 500
+
+    def rows(per_row, span, cols=d):
+        c = rng.integers(0, span, size=(n, per_row))
+        X = sp.csr_matrix((np.ones(n * per_row), (np.repeat(np.arange(n), per_row), c.ravel())), shape=(n, cols))
+        X.sum_duplicates()
+        return linear_data(X, 1.0)
+
+    spread = rows(3, d)
+    assert tron.far_weights(spread)
+    assert not tron.far_weights(rows(3, 500))  # every value on 500 hot columns
+    assert not tron.far_weights(rows(40, d))  # long rows
+    assert not tron.far_weights(rows(3, 5000, cols=5000))  # few weights
+    assert not tron.far_weights(linear_data(rng.normal(size=(50, 20)), 1.0))  # dense rows
+    small, kept = compact_columns(spread)
+    np.testing.assert_array_equal(small._counts, np.bincount(small.indices, minlength=small.n_features))
 
 
 @pytest.mark.parametrize("method", ["line_search", "trust_region"])

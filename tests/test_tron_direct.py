@@ -59,7 +59,7 @@ def test_hessian_kept_by_the_changed_rows_matches_numpy(kind, bias):
         ld.indices, ld.data, ld.indptr = X.indices, X.data, X.indptr  # (the rows exactly as made above)
     else:
         ld = linear_data(X, bias)
-    args = ld.args() + (bool(ld.unit),)
+    args = ld.args() + (bool(ld.unit), False)
     m = ld.n_weights
     H = np.eye(m)
     zH = np.zeros(n)

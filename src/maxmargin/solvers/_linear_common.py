@@ -440,6 +440,12 @@ def used_columns(ld):
         return np.flatnonzero(_counts_of(ld))
 
 
+def column_counts(ld):
+    """How many stored values each column of CSR data ``ld`` holds (cached per :class:`LinearData`: read only)."""
+    with _FOLD_LOCK:
+        return _counts_of(ld)
+
+
 def _counts_of(ld):
     """:func:`_feature_counts` of CSR data ``ld``, computed once per :class:`LinearData` (the fold and
     :func:`compact_columns` share them; the caller holds ``_FOLD_LOCK``)."""
@@ -660,6 +666,7 @@ def compact_columns(ld):
         if kept.shape[0] > COMPACT_MAX_USED * nf:
             return None
         small = _restricted(ld, kept)
+        small._counts = _counts_of(ld)[kept]  # (its columns' counts, for the passes' rules: tron.far_weights)
         ld._compact = (small, kept)
         return ld._compact
 

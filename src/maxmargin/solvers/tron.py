@@ -68,8 +68,10 @@ from ._linear_common import (
     _prefetch,
     all_dots,
     balanced_tol,
+    column_counts,
     compact_columns,
     drive,
+    l2_cache_bytes,
     pass_values,
     row_values,
     sparse_dot,
@@ -136,10 +138,32 @@ EXACT_LS_STEPS = 40
 FAR_WEIGHTS = 1 << 18
 FAR_ROW_VALUES = 16
 WEIGHTS_AHEAD = 8
+#: ... and only where the columns an L2 cache holds (the weight and accumulator entries of the ``L2 / 16`` most
+#: frequent columns) hold less than this share of the stored values: text's frequent words stay in the cache, and the
+#: prefetch of every value's entries cost more than the misses of the rare ones.  Session 73, whole fits without / with
+#: the prefetch, alternating in one process (``/tmp/s73/farab.py``): tweets5 (2**18 columns, 9.5 values a row, the
+#: 65,536 most frequent columns 80% of the values) 0.75 at C = 1, 0.91 at C = 0.01; hashed300k (714,603 used
+#: columns, 20%) 1.54, veryshort's rows 21%
+FAR_HOT_SHARE = 0.5
 #: ``kind`` for :func:`_fun` where only the products ``X v`` are wanted (the line search's ``X s``: the loss of a
 #: direction, with its branch on the sign of each product, mispredicted for about half the rows, was thrown away;
 #: session 66, that pass 0.7-0.8x the time on 400,000 rows of 1.7 values and on ijcnn1)
 PRODUCTS_ONLY = -1
+
+
+def far_weights(ld):
+    """Whether the sparse passes over ``ld`` prefetch the weights of the rows ahead: :data:`FAR_WEIGHTS`,
+    :data:`FAR_ROW_VALUES`, :data:`FAR_HOT_SHARE` (the columns' counts: made once per data, shared with the fold and
+    :func:`~._linear_common.compact_columns`)."""
+    n = max(ld.n_samples, 1)
+    if ld.dense or ld.n_weights <= FAR_WEIGHTS or ld.indices.size > FAR_ROW_VALUES * n:
+        return False
+    counts = column_counts(ld)
+    hot = l2_cache_bytes() // 16
+    if hot >= counts.shape[0]:
+        return False
+    top = np.partition(counts, counts.shape[0] - hot)[counts.shape[0] - hot :]
+    return float(top.sum()) < FAR_HOT_SHARE * float(counts.sum())
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -149,12 +173,6 @@ def _prefetch_weights(i, indices, indptr, v, a):
     for k in range(lo, min(indptr[i + 1], lo + 16)):
         _prefetch(v, indices[k])
         _prefetch(a, indices[k])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _far(dense, m, indptr, n):
-    """Whether the sparse passes prefetch the weights of the rows ahead (:data:`FAR_WEIGHTS`)."""
-    return (not dense) and m > FAR_WEIGHTS and indptr[n] <= FAR_ROW_VALUES * n
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -173,14 +191,13 @@ def _residual(o, yi, kind, eps):
     return 0.0, 1.0
 
 
-def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, n_chunks):
+def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, o, n_chunks):
     """The loss part of f(w); stores the outputs ``o = X w`` for :func:`_grad_diag`.  With ``kind`` =
     :data:`PRODUCTS_ONLY`, only the outputs (returns 0)."""
     n = y.shape[0]
     fs = np.zeros(n_chunks)
     loss = kind != PRODUCTS_ONLY
     has_bias = bias > 0
-    far = _far(dense, w.shape[0], indptr, n)
     for t in prange(n_chunks):
         lo = t * n // n_chunks
         hi = (t + 1) * n // n_chunks
@@ -204,7 +221,7 @@ def _fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o
     return fs.sum()
 
 
-def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, n_chunks):
+def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, z, act, n_act, acc, n_chunks):
     """From the outputs ``o``: sets ``z_i`` (2 C_i on the active rows, else 0), the active rows of chunk ``t`` in
     ``act[lo_t : lo_t + n_act[t]]`` and ``acc[t]`` = :math:`X^T coef` and :math:`X^T (z x^2)` interleaved (weight
     ``j``'s at ``2j`` and ``2j + 1``; coef_i = 2 C_i r_i s_i); the caller adds the chunks, ``w`` and 1.  (Side by
@@ -257,12 +274,11 @@ def _grad_diag(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, 
         n_act[t] = cnt
 
 
-def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, n_chunks):
+def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, n_chunks):
     """acc[t, :m] = sum over chunk t's active rows (listed by :func:`_grad_diag`) of z_i x_i (x_i . v); the
     caller adds v and the chunks."""
     n = z.shape[0]
     has_bias = bias > 0
-    far = _far(dense, v.shape[0], indptr, n)
     for t in prange(n_chunks):
         a = acc[t]
         a[: v.shape[0]] = 0.0  # the products fill the first half only
@@ -441,16 +457,18 @@ def _loss_at_zero(y, C, kind, eps, o):
     return f
 
 
-def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks):
+def _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, o, chunks):
     """f(w), storing X w in ``o``."""
-    loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, chunks)
+    loss = _FUN(w, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, o, chunks)
     return 0.5 * _dot(w, w) + loss
 
 
-def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, o, z, act, n_act, acc, chunks):
+def _c_grad(
+    w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, o, z, act, n_act, acc, chunks
+):
     """g = grad f and the preconditioner M = (1 - a) + a diag(H) at the point whose outputs are ``o``;
     returns ||g||."""
-    _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, z, act, n_act, acc, chunks)
+    _GRAD_DIAG(o, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, z, act, n_act, acc, chunks)
     m = w.shape[0]
     _sum_chunks(acc, chunks, 2 * m)
     a0 = acc[0]
@@ -464,10 +482,10 @@ def _c_grad(w, g, M, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kin
     return np.sqrt(gn)
 
 
-def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks):
+def _c_hess_vec(v, out, Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks):
     """out = H v; returns v . out (in eight partial sums by j mod 8, as :func:`_dot`: the caller's next sum, made
     in this pass)."""
-    _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
+    _HESS_VEC(v, Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks)
     n = v.shape[0]
     _sum_chunks(acc, chunks, n)
     a0 = acc[0]
@@ -550,6 +568,7 @@ def _tron_init(
     nf,
     bias,
     unit,
+    far,
     y,
     C,
     kind,
@@ -574,7 +593,9 @@ def _tron_init(
     if _all_zero(w):  # a cold start: X w = 0 without a pass over the data (reg_dense: 1 ms of a 17 ms fit)
         fstate[F_F] = _loss_at_zero(y, C, kind, eps, outs[cur])
     else:
-        fstate[F_F] = _c_fun(w, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[cur], chunks)
+        fstate[F_F] = _c_fun(
+            w, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, outs[cur], chunks
+        )
     gn = _c_grad(
         w,
         vec[G],
@@ -587,6 +608,7 @@ def _tron_init(
         nf,
         bias,
         unit,
+        far,
         y,
         C,
         kind,
@@ -631,7 +653,7 @@ def _pcg_turn(Mi, r, zv, d, zTr):
     return zTr_new
 
 
-def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, delta):
+def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks, vec, delta):
     r"""Steihaug PCG for min Q(s) = g.s + 1/2 s'Hs, ||s||_M <= delta, into ``vec[S]`` with ``vec[R]`` = -g - Hs.
 
     Stops at the boundary, or by the truncated-Newton rule of Nash and Sofer on the model's decrease: after
@@ -646,7 +668,7 @@ def _trpcg_c(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, ac
     it = 0
     n_hv = 0
     while zTr > 1e-30:
-        dHd = _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
+        dHd = _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks)
         n_hv += 1
         if dHd <= 0.0:
             break
@@ -687,6 +709,7 @@ def _tron_run(
     nf,
     bias,
     unit,
+    far,
     y,
     C,
     kind,
@@ -714,6 +737,7 @@ def _tron_run(
         nf,
         bias,
         unit,
+        far,
         y,
         C,
         kind,
@@ -735,14 +759,14 @@ def _tron_run(
     accepted = 0
     while accepted < n_iters:
         istate[I_HV] += _trpcg_c(
-            Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec, fstate[F_DELTA]
+            Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks, vec, fstate[F_DELTA]
         )
         for j in range(m):
             wn[j] = w[j] + s[j]
         gs = _dot(g, s)
         prered = -0.5 * (gs - _dot(s, r))
         trial = 1 - istate[I_CUR]
-        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, kind, eps, outs[trial], chunks)
+        f_new = _c_fun(wn, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, kind, eps, outs[trial], chunks)
         f = fstate[F_F]
         actred = f - f_new
         snorm = np.sqrt(_mdot(s, M, s))
@@ -780,6 +804,7 @@ def _tron_run(
                 nf,
                 bias,
                 unit,
+                far,
                 y,
                 C,
                 kind,
@@ -801,7 +826,7 @@ def _tron_run(
     return 1
 
 
-def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec):
+def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks, vec):
     r"""PCG for the Newton step :math:`\min_s g\cdot s + \tfrac12 s^T H s` (no trust region), into ``vec[S]``.
 
     Stops by Nash and Sofer's rule with the tolerance :math:`\min(\text{EPS\_CG}, \|g\|_{M^{-1}}^{1/2})`
@@ -816,7 +841,7 @@ def _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc
     it = 0
     while it < max(m, 5):
         it += 1
-        dHd = _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks)
+        dHd = _c_hess_vec(d, Hd, Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks)
         if dHd <= 1e-16:
             break
         alpha = zTr / dHd
@@ -921,7 +946,7 @@ def _row_outer(H, i, c, Xd, data, indices, indptr, dense, nf, bias, unit):
 
 
 @njit(cache=True, nogil=True)
-def _hessian_to(H, zH, z, Xd, data, indices, indptr, dense, nf, bias, unit, fstate):
+def _hessian_to(H, zH, z, Xd, data, indices, indptr, dense, nf, bias, unit, far, fstate):
     r"""Bring ``H`` (upper triangle), which holds :math:`I + \sum_i zH_i x_i x_i^T`, to the weights ``z`` of the
     active rows (:math:`z_i = 2 C_i`, 0 where inactive): by the rows whose weight changed, or from scratch where
     their pairs outnumber the active rows' or the changes since the last build pile up (:data:`DIRECT_CHURN`)."""
@@ -1046,6 +1071,7 @@ def _newton_run(
     nf,
     bias,
     unit,
+    far,
     y,
     C,
     kind,
@@ -1087,6 +1113,7 @@ def _newton_run(
         nf,
         bias,
         unit,
+        far,
         y,
         C,
         kind,
@@ -1112,14 +1139,14 @@ def _newton_run(
     while accepted < n_iters:
         direct = istate[I_DIRECT] == DIRECT_ON
         if direct:
-            _hessian_to(H, zH, z, Xd, data, indices, indptr, dense, nf, bias, unit, fstate)
+            _hessian_to(H, zH, z, Xd, data, indices, indptr, dense, nf, bias, unit, far, fstate)
             direct = _direct_direction(H, L, g, s)
             if direct:
                 istate[I_DSTEPS] += 1
             else:  # (not positive definite in floating point: the CG steps from here on)
                 istate[I_DIRECT] = DIRECT_OFF
         if not direct:
-            cg = _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, z, act, n_act, acc, chunks, vec)
+            cg = _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks, vec)
             istate[I_HV] += cg
             gate = fstate[F_GATE]
             if istate[I_DIRECT] == DIRECT_ALLOWED and gate < 0.0 and cg >= -gate - 1.0:
@@ -1133,7 +1160,7 @@ def _newton_run(
                         H[a, a] = 1.0
                     zH[:] = 0.0
                     fstate[F_CHURN] = 0.0
-        _FUN(s, Xd, data, indices, indptr, dense, nf, bias, unit, y, C, PRODUCTS_ONLY, eps, xs, chunks)
+        _FUN(s, Xd, data, indices, indptr, dense, nf, bias, unit, far, y, C, PRODUCTS_ONLY, eps, xs, chunks)
         sTs = _dot(s, s)
         wTs = _dot(w, s)
         gTs = _dot(g, s)
@@ -1176,6 +1203,7 @@ def _newton_run(
             nf,
             bias,
             unit,
+            far,
             y,
             C,
             kind,
@@ -1255,7 +1283,7 @@ class _State:
 
     def __init__(self, ld, y, C, kind, eps, parallel, tol, method="line_search", direct=True):
         self.runner = "_newton_run" if method == "line_search" else "_tron_run"
-        self.args = ld.args() + (bool(ld.unit),)
+        self.args = ld.args() + (bool(ld.unit), far_weights(ld))
         n = y.shape[0]
         self.m = ld.n_weights
         stored = ld.Xd.size if ld.dense else ld.data.size
