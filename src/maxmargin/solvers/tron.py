@@ -143,7 +143,9 @@ WEIGHTS_AHEAD = 8
 #: prefetch of every value's entries cost more than the misses of the rare ones.  Session 73, whole fits without / with
 #: the prefetch, alternating in one process (``/tmp/s73/farab.py``): tweets5 (2**18 columns, 9.5 values a row, the
 #: 65,536 most frequent columns 80% of the values) 0.75 at C = 1, 0.91 at C = 0.01; hashed300k (714,603 used
-#: columns, 20%) 1.54, veryshort's rows 21%
+#: columns, 20%) 1.54, veryshort's rows 21%.  Decided once per fit (:func:`far_weights`) and handed to the compiled
+#: functions as ``far`` in the data's group of arguments (``..., bias, unit, far``; the gradient's pass and the direct
+#: steps' Hessian take it unused)
 FAR_HOT_SHARE = 0.5
 #: ``kind`` for :func:`_fun` where only the products ``X v`` are wanted (the line search's ``X s``: the loss of a
 #: direction, with its branch on the sign of each product, mispredicted for about half the rows, was thrown away;
