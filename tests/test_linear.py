@@ -1284,6 +1284,36 @@ def test_tron_products_only_pass_and_far_weights(per_row):
     np.testing.assert_allclose(acc[0, :m], Xb.T @ (z * (Xb @ v)), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_dual_plan_alone_unless_problems_run_on_threads(monkeypatch, loss):
+    """The dual CD's prefetch plan is asked with ``alone=True`` for a binary problem and for one-vs-rest's problems
+    run one at a time (``n_jobs=1``), with ``alone=False`` where they run on two threads; the models are the same."""
+    import maxmargin.linear as linear_mod
+    from maxmargin.solvers import dual_cd
+
+    asked = []
+    real = dual_cd.prefetch_plan
+    monkeypatch.setattr(dual_cd, "prefetch_plan", lambda ld, **kw: asked.append(kw.get("alone")) or real(ld, **kw))
+    monkeypatch.setattr(linear_mod, "cores", lambda: 2)
+    monkeypatch.setattr(linear_mod, "THREADS_MIN_WORK", 0)
+    rng = np.random.default_rng(5)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=rng)
+    y3 = rng.integers(0, 3, 300)
+
+    def fit(y, **kw):
+        return LinearSVC(loss=loss, dual=True, tol=1e-3, random_state=0, **kw).fit(X, y)
+
+    fit(y3 % 2)
+    assert asked and all(a is True for a in asked)
+    asked.clear()
+    serial = fit(y3, n_jobs=1)
+    assert len(asked) >= 3 and all(a is True for a in asked)
+    asked.clear()
+    threaded = fit(y3, n_jobs=2)
+    assert len(asked) >= 3 and all(a is False for a in asked)
+    np.testing.assert_array_equal(serial.coef_, threaded.coef_)
+
+
 def test_far_weights_by_how_the_values_spread(monkeypatch):
     """TRON's passes prefetch the weights of the rows ahead only over more than FAR_WEIGHTS weights, on rows of at
     most FAR_ROW_VALUES values, and where the L2-sized set of the most frequent columns holds less than FAR_HOT_SHARE

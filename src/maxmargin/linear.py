@@ -697,6 +697,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         split_threads=self._split_threads(len(targets)),
                         primal_data=dense_ld,
                         fold=fold,
+                        concurrent=threads > 1,
                         **opts,
                     )
                 if solver == 3:  # LIBLINEAR's -s 3: the dual, then the interior point if it stalls
@@ -710,6 +711,7 @@ class LinearSVC(LinearClassifierMixin, SparseCoefMixin, _LinearSVMBase):
                         n_threads=self._async_threads(len(targets)),
                         split_threads=self._split_threads(len(targets)),
                         fold=fold,
+                        concurrent=threads > 1,
                         **opts,
                     )
                 if solver == 2:  # LIBLINEAR's -s 2: the Newton method, the dual CD where it gets stuck

@@ -831,15 +831,15 @@ _L2_BYTES = None
 #: cache (half of this machine's 32 MB): the staged prefetch (:func:`prefetch_plan`) is for data larger than that.
 #: ijcnn1 (10 MB) ran its epochs no faster staged; 200,000 x 20 (58 MB) twice as fast
 PREFETCH_STAGED_BYTES = 16 << 20
-#: ... and for CSR rows of a problem that runs alone (one binary classifier or regression; not one-vs-rest, whose
-#: problems run two at a time on two threads, nor Crammer-Singer's epochs) from this many.  Session 73, whole fits
+#: ... and for CSR rows of a problem that runs alone (a binary classifier, a regression, one-vs-rest's problems one at
+#: a time; not one-vs-rest's on two threads, nor Crammer-Singer's epochs) from this many.  Session 73, whole fits
 #: staged / plain, one process alternating (``/tmp/s73/planab2.py``, identical iterates): data of 12-16 MiB --
 #: 40,000 rows of 27 values over 2**17 columns (LinearSVR) 0.52-0.74, 200,000 rows of 8 one-hot values 0.77-0.82,
 #: 100,000 rows of 8 words 0.73-0.85, 50,000 of 25 words 0.72-0.89, 20,000 of 51 words 0.87-0.94; beside
 #: ``yes > /dev/null`` 0.51-0.88, beside a process copying 64 MB arrays 0.48-0.60.  Below it the plain scheme
 #: still wins on a quiet machine (30,000 rows of 15 words, 6.5 MiB, staged 1.24-1.40; a9a's rows twice over,
-#: 4.8 MiB, 1.63), and so does it at 12-16 MiB for ten one-vs-rest problems on two threads (1.13-1.20; 0.82 when
-#: they run one at a time) and for Crammer-Singer (1.05-1.10)
+#: 4.8 MiB, 1.63), and so does it at 12-16 MiB for ten one-vs-rest problems on two threads (1.13-1.20; one at a
+#: time 0.82) and for Crammer-Singer (1.05-1.10)
 PREFETCH_STAGED_ALONE_BYTES = 12 << 20
 
 

@@ -1073,6 +1073,7 @@ def solve_svc(
     fold=True,
     split_threads=1,
     stall=None,
+    concurrent=False,
 ):
     """Binary L2-regularised SVM by dual coordinate descent (see the module docstring).
 
@@ -1081,7 +1082,9 @@ def solve_svc(
     ``fold``: let :func:`~maxmargin.solvers._linear_common.fold_singletons` take the features stored in one
     row only out of the epochs (where they hold enough of the data; the same problem, solved with fewer weights),
     except where the fit will be short (:data:`FOLD_MIN_CX`); ``'shared'``: the fold serves several problems on
-    the same data (one-vs-rest), and is made for short fits too.
+    the same data (one-vs-rest), and is made for short fits too.  ``concurrent``: other problems on the same data run
+    on other threads meanwhile (one-vs-rest on threads: the prefetch plan of :func:`~._linear_common.prefetch_plan`
+    without ``alone``).
 
     ``n_threads`` > 1 on large data (:func:`async_workers`) runs the epochs *asynchronously* first, in the
     manner of PASSCoDe-Wild (Hsieh, Yu and Dhillon, ICML 2015): the rows are split at random among the workers,
@@ -1131,7 +1134,7 @@ def solve_svc(
     fstate = np.array([INF, -INF, INF])
     rng = rng_state(seed)
     args = ld.args()
-    plan = prefetch_plan(ld, alone=fold != "shared")  # ("shared": one of the one-vs-rest problems)
+    plan = prefetch_plan(ld, alone=not concurrent)
     workers = async_workers(ld, n_threads)
     asynchronous = [workers > 1]
     if workers > 1:
