@@ -1084,7 +1084,7 @@ def solve_svc(
     except where the fit will be short (:data:`FOLD_MIN_CX`); ``'shared'``: the fold serves several problems on
     the same data (one-vs-rest), and is made for short fits too.  ``concurrent``: other problems on the same data run
     on other threads meanwhile (one-vs-rest on threads: the prefetch plan of :func:`~._linear_common.prefetch_plan`
-    without ``alone``).
+    without ``alone``, as for the asynchronous epochs).
 
     ``n_threads`` > 1 on large data (:func:`async_workers`) runs the epochs *asynchronously* first, in the
     manner of PASSCoDe-Wild (Hsieh, Yu and Dhillon, ICML 2015): the rows are split at random among the workers,
@@ -1134,8 +1134,10 @@ def solve_svc(
     fstate = np.array([INF, -INF, INF])
     rng = rng_state(seed)
     args = ld.args()
-    plan = prefetch_plan(ld, alone=not concurrent)
     workers = async_workers(ld, n_threads)
+    # (rows streamed by two threads at once -- other problems', or the asynchronous workers' -- keep the rule of a
+    # shared cache)
+    plan = prefetch_plan(ld, alone=not concurrent and workers <= 1)
     asynchronous = [workers > 1]
     if workers > 1:
         index = np.random.default_rng(seed).permutation(n).astype(np.int64)
