@@ -156,16 +156,19 @@ PRODUCTS_ONLY = -1
 def far_weights(ld):
     """Whether the sparse passes over ``ld`` prefetch the weights of the rows ahead: :data:`FAR_WEIGHTS`,
     :data:`FAR_ROW_VALUES`, :data:`FAR_HOT_SHARE` (the columns' counts: made once per data, shared with the fold and
-    :func:`~._linear_common.compact_columns`)."""
+    :func:`~._linear_common.compact_columns`; the answer kept on the data for one-vs-rest's other problems)."""
     n = max(ld.n_samples, 1)
     if ld.dense or ld.n_weights <= FAR_WEIGHTS or ld.indices.size > FAR_ROW_VALUES * n:
         return False
-    counts = column_counts(ld)
-    hot = l2_cache_bytes() // 16
-    if hot >= counts.shape[0]:
-        return False
-    top = np.partition(counts, counts.shape[0] - hot)[counts.shape[0] - hot :]
-    return float(top.sum()) < FAR_HOT_SHARE * float(counts.sum())
+    far = getattr(ld, "_far", None)
+    if far is None:
+        counts = column_counts(ld)
+        hot = l2_cache_bytes() // 16
+        far = hot < counts.shape[0] and float(
+            np.partition(counts, counts.shape[0] - hot)[counts.shape[0] - hot :].sum()
+        ) < FAR_HOT_SHARE * float(counts.sum())
+        ld._far = far
+    return far
 
 
 @njit(cache=True, nogil=True, inline="always")
