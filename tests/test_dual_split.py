@@ -291,14 +291,11 @@ def _wide_tail_rows(n=300, seed=6):
     return X, np.where(s > np.median(s), 1.0, -1.0)
 
 
-@pytest.mark.parametrize("threads", [1 << 62, 0], ids=["one_thread", "two_threads"])
-def test_the_fold_writes_unsorted_rows_partitioned_at_the_split_column(split_everything, monkeypatch, threads):
+def test_the_fold_writes_unsorted_rows_partitioned_at_the_split_column(split_everything):
     """fold_singletons records the split column (the quantile of the kept columns' counts) and writes each row's
     values below it first, each part in the row's order: the split epochs take them without a copy of their own."""
     X, _ = _wide_tail_rows()
     Xu = _shuffled_rows(X, seed=7)
-    monkeypatch.setattr(lc, "cores", lambda: 2)
-    monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", threads)
     fu = lc.fold_singletons(lc.linear_data(Xu, 1.0))
     fs = lc.fold_singletons(lc.linear_data(X, 1.0))
     assert fu is not None and fu.ld.split_at == fs.ld.split_at
@@ -578,7 +575,6 @@ def test_the_fold_leaves_rows_unpartitioned_where_the_split_cannot_come(monkeypa
     and writes each row in its own order (the partition's work saved)."""
     X, _ = _wide_tail_rows()
     Xu = _shuffled_rows(X, seed=7)
-    monkeypatch.setattr(lc, "cores", lambda: 2)
     monkeypatch.setattr(dual_split, "cores", lambda: 2)
     monkeypatch.setattr(dual_split, "exchange_ns", lambda: dual_split.REF_EXCHANGE_NS)
     ld = lc.linear_data(Xu, 1.0)

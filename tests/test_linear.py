@@ -1800,26 +1800,26 @@ def test_short_fits_skip_the_fold_unless_problems_share_it():
 
 
 @pytest.mark.parametrize("unit", [False, True], ids=["values", "01"])
-def test_fold_on_two_threads_writes_the_one_thread_arrays(monkeypatch, unit):
-    """_fold_entries: the second half of the rows written backwards from the arrays' ends on a second thread gives
-    the arrays of one forward pass (and of NumPy's masks), rows of every kind: empty, all one-row features, none."""
+def test_fold_writes_the_arrays_of_numpys_masks(unit):
+    """_fold_entries (branchless: each value written to both sides) gives the arrays of NumPy's masks, rows of every
+    kind: empty, all one-row features, none, and a last row ending in a one-row feature."""
     from maxmargin.solvers import _linear_common as lc
 
     X, _ = _hashed(n=401, unit=unit)
     X = sp.vstack([X, sp.csr_matrix((2, X.shape[1])), X[:3]]).tocsr()  # empty rows; rows of shared features
+    last = sp.csr_matrix(([1.0, 2.0], ([0, 0], [X.indices[0], X.shape[1] - 1])), shape=(1, X.shape[1]))
+    X = sp.vstack([X, last]).tocsr()  # ... and a row whose last value is in a one-row feature
     ld = lc.linear_data(X, 1.0, rows_first=True)
     counts = np.bincount(ld.indices, minlength=X.shape[1])
+    assert counts[-1] == 1
     renumber = np.full(X.shape[1], -1, dtype=np.int32)
     kept = np.flatnonzero(counts >= 2)
     renumber[kept] = np.arange(kept.size, dtype=np.int32)
     n_single = int(np.sum(counts == 1))
-    monkeypatch.setattr(lc, "cores", lambda: 2)
-    monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", 0)
-    two = lc._fold_entries(ld.data, ld.indices, ld.indptr, renumber, ld.unit, n_single)
-    monkeypatch.setattr(lc, "FOLD_THREADS_MIN_VALUES", 1 << 62)
-    one = lc._fold_entries(ld.data, ld.indices, ld.indptr, renumber, ld.unit, n_single)
-    for a, b in zip(two, one):
-        np.testing.assert_array_equal(a, b)
+    bits, prefix, kept_r = lc.column_ranks(counts, 2, kept.size)
+    np.testing.assert_array_equal(kept_r, kept)
+    one = lc._fold_entries(ld.data, ld.indices, ld.indptr, (bits, prefix), ld.unit, n_single)
+    assert one[0].shape[0] == ld.indices.size - n_single and one[4].shape[0] == n_single
     data, indices, indptr, mass, rows, cols, vals = one
     single = counts[X.indices] == 1
     kept_X = sp.csr_matrix(X.multiply(sp.csr_matrix(counts >= 2)))
@@ -1829,6 +1829,25 @@ def test_fold_on_two_threads_writes_the_one_thread_arrays(monkeypatch, unit):
     np.testing.assert_array_equal(cols, X.indices[single])
     np.testing.assert_array_equal(rows, np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[single])
     np.testing.assert_allclose(mass, np.bincount(rows, weights=X.data[single] ** 2, minlength=X.shape[0]))
+
+
+@pytest.mark.parametrize("n_features", [1, 63, 64, 65, 1000, 4097])
+def test_column_ranks_number_the_kept_columns_in_order(rng, n_features):
+    """column_ranks / _renumbered: the kept columns' new numbers are their ranks among the kept (as a table of
+    cumulative counts), at every position in a word of the bit table, the last word partly filled."""
+    from maxmargin.solvers import _linear_common as lc
+
+    counts = rng.integers(0, 4, n_features).astype(np.int32)
+    for least in (1, 2):
+        keep = counts >= least
+        bits, prefix, kept = lc.column_ranks(counts, least, int(keep.sum()))
+        np.testing.assert_array_equal(kept, np.flatnonzero(keep))
+        cols = np.flatnonzero(keep).astype(np.int32)
+        out = np.empty(cols.size, np.int32)
+        lc._renumbered(cols, bits, prefix, out)
+        np.testing.assert_array_equal(out, np.arange(cols.size))
+        flags = [lc._rank(bits, prefix, np.uint64(j))[0] for j in range(n_features)]
+        np.testing.assert_array_equal(flags, keep.astype(int))
 
 
 def test_fold_leaves_data_without_one_row_features_alone():

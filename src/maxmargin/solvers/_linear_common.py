@@ -28,7 +28,6 @@ from numba.extending import intrinsic
 
 from .. import _scratch
 from .._jit import parallel_and_serial
-from .._threads import cores
 from .base import Watch
 
 #: unsigned steps for the index arithmetic of the loops below (a signed literal would make the sum signed)
@@ -271,8 +270,8 @@ def _csr_linear_data(data, indices, indptr, n_features, bias):
 FOLD_SINGLETONS_MIN = 0.05
 #: ... and the features left (those of two rows or more) are at most this fraction of all: what the fold buys is
 #: mostly a smaller weight vector for the epochs' scattered reads (news20b: 1M weights -> 16%; fold / no fold 0.86-0.88
-#: of the time at tol 0.1, 0.75 at 1e-4), while its copy of the rows costs ~3 ns a value where the renumbering misses
-#: the cache, about two epochs.  Session 56, ``LinearSVC`` dual, fold / no fold, where most weights stay: fewwide (400
+#: of the time at tol 0.1, 0.75 at 1e-4), while its copy of the rows costs ~3 ns a value (:func:`_fold_rows`), about
+#: two epochs.  Session 56, ``LinearSVC`` dual, fold / no fold, where most weights stay: fewwide (400
 #: rows of 3,000 signed values over 500,000 columns; 9% one-row values, 69% of the weights left, 3 epochs) 1.3-1.5x,
 #: 2,000 x 500 over 500,000 (13.5%, 59%, 7 epochs) 1.32-1.42, 20,000 x 50 over 400,000 (8%, 71%, 26 epochs) 1.00;
 #: where few stay it gains: 20,000 x 50 over 700,000 (24%, 42%, 24 epochs) 0.80, over 2,000,000 (61%, 9%) 0.60.
@@ -356,20 +355,18 @@ def narrow_indices(ld):
         return narrow
 
 
-def _restricted(ld, kept):
-    """CSR data ``ld`` on the columns ``kept`` only (renumbered in order; every stored value of ``ld`` is in one of
-    them)."""
-    renumber = _scratch.full(ld.n_features, -1, np.int32)  # (kept blocks: these end with the fit)
-    renumber[kept] = np.arange(kept.shape[0], dtype=np.int32)
-    out = _scratch.empty(ld.indices.shape[0], np.int32)
-    _renumbered(ld.indices, renumber, out)
+def _restricted(ld, bits, prefix, n_kept):
+    """CSR data ``ld`` on the columns marked in ``bits`` only (:func:`column_ranks`; renumbered in order, ``n_kept``
+    of them; every stored value of ``ld`` is in one of them)."""
+    out = _scratch.empty(ld.indices.shape[0], np.int32)  # (kept blocks: these end with the fit)
+    _renumbered(ld.indices, bits, prefix, out)
     return LinearData(
         np.empty((0, 0), dtype=ld.data.dtype),
         ld.data,
         out,
         ld.indptr,
         False,
-        int(kept.shape[0]),
+        int(n_kept),
         ld.bias,
         ld.unit,
     )
@@ -408,15 +405,14 @@ def fold_singletons(ld):
             return None
         if n_kept > FOLD_KEPT_MAX * nf:  # most weights would stay: the copy costs more than it saves
             return None
-        renumber = _scratch.empty(nf, np.int32)
-        kept = _renumbering(counts, renumber, _scratch.empty(n_kept, np.int64))
+        bits, prefix, kept = column_ranks(counts, 2, n_kept)
         # the split epochs' column, from the counts (exact); the copy writes each row's values below it first, so
         # that the split epochs need no partitioned copy of their own where the rows come unsorted (bigrams: the
         # copy of ~11-36 ms saved; sorted rows stay as they are)
         from .dual_split import may_split, split_from_counts
 
         split = split_from_counts(counts[kept]) if may_split(n_kept, ld.indices.size - n_single, ld.n_samples) else 0
-        parts = _fold_entries(ld.data, ld.indices, ld.indptr, renumber, bool(ld.unit), n_single, split)
+        parts = _fold_entries(ld.data, ld.indices, ld.indptr, (bits, prefix), bool(ld.unit), n_single, split)
         data, indices, indptr, mass, rows, cols, vals = parts
         small = LinearData(
             np.empty((0, 0), dtype=ld.data.dtype),
@@ -469,28 +465,65 @@ def _count_shares(counts):
     return single, kept
 
 
+def column_ranks(counts, least, n_kept):
+    """``(bits, prefix, kept)`` for the columns holding at least ``least`` stored values (``n_kept`` of them, from
+    ``counts``): ``bits`` one bit a column (uint64 words), ``prefix`` the kept columns before each word, ``kept``
+    their original numbers in order.  A kept column ``j``'s new number is :func:`_rank` -- the kept columns below
+    it --, read from 8 bytes of ``bits`` and of ``prefix`` (a sixteenth of a table of int32 numbers: 1M columns in
+    192 kB, which stay in the core's 1 MB cache, where a 4 MB table missed it on every scattered read)."""
+    words = (counts.shape[0] + 63) // 64
+    bits = _scratch.empty(words, np.uint64)
+    prefix = _scratch.empty(words, np.int64)
+    kept = _scratch.empty(n_kept + 1, np.int64)  # (+1: the slot the branchless loop writes the others' numbers to)
+    _ranks_into(counts, least, bits, prefix, kept)
+    return bits, prefix, kept[:n_kept]
+
+
 @njit(cache=True, nogil=True)
-def _renumbering(counts, renumber, kept):
-    """Into ``renumber``: each feature stored at least twice numbered in order, every other -1; into ``kept``
-    (as long as those features): their original numbers, which it returns -- one pass, in place of ``np.full``
-    and a scattered assignment."""
+def _ranks_into(counts, least, bits, prefix, kept):
+    """:func:`column_ranks`' tables in one pass over ``counts``, without a branch on them (``kept``'s last slot
+    takes the numbers of the columns left out)."""
+    nf = counts.shape[0]
+    dump = kept.shape[0] - 1
     q = 0
-    for j in range(counts.shape[0]):
-        if counts[j] >= 2:
-            renumber[j] = q
-            kept[q] = j
-            q += 1
-        else:
-            renumber[j] = -1
-    return kept
+    for word in range(bits.shape[0]):
+        prefix[word] = q
+        b = uint64(0)
+        j0 = word * 64
+        for z in range(min(64, nf - j0)):
+            j = j0 + z
+            keep = counts[j] >= least
+            b |= uint64(keep) << uint64(z)
+            kept[dump + keep * (q - dump)] = j
+            q += keep
+        bits[word] = b
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    """The set bits of the uint64 ``x`` (the SWAR sum)."""
+    x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
+    x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
+    x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * uint64(0x0101010101010101)) >> uint64(56)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rank(bits, prefix, j):
+    """``(kept, number)`` of column ``j`` in :func:`column_ranks`' tables: 1 if it is kept, else 0, and the number of
+    kept columns below it (its new number, if kept)."""
+    word = bits[j >> uint64(6)]
+    shift = j & uint64(63)
+    keep = (word >> shift) & uint64(1)
+    below = prefix[j >> uint64(6)] + int(_popcount(word & ((uint64(1) << shift) - uint64(1))))
+    return int(keep), below
 
 
 @njit(cache=True, nogil=True)
-def _renumbered(indices, renumber, out):
-    """``renumber[indices]`` into the int32 ``out``, one pass (NumPy's gather then ``astype``: two passes and an
-    int64 copy)."""
+def _renumbered(indices, bits, prefix, out):
+    """The new numbers (:func:`_rank`) of the kept columns ``indices`` into the int32 ``out``, one pass."""
     for k in range(indices.shape[0]):
-        out[k] = renumber[uint64(indices[k])]
+        out[k] = _rank(bits, prefix, uint64(indices[k]))[1]
 
 
 def _feature_counts(indices, n_features):
@@ -509,108 +542,68 @@ def _count_into(indices, counts):
         counts[uint64(indices[k])] += 1
 
 
-def _fold_entries(data, indices, indptr, renumber, unit, n_single, split=0):
-    """One pass of :func:`fold_singletons` over the stored values: the entries of features stored in one row
-    (``renumber < 0``) go to ``(rows, cols, vals)`` and their squares to the row's ``mass``; the others stay, as CSR
-    arrays with their columns renumbered (``renumber``).  (The NumPy version, masks and gathers over every stored
-    value, took 130 ms of a 490 ms fit on hashed300k; one lookup a value instead of the counts' and the renumbering's:
-    news20-like, 2.9M values over 1M features, 9-10 against 15-28 ms.)  From :data:`FOLD_THREADS_MIN_VALUES` stored
-    values and two cores, the first half of the rows is written forwards and the second backwards from the arrays'
-    ends on a second thread (:func:`_fold_rows`): the same arrays.  ``split`` > 0: each row's values in (renumbered)
-    columns below it first, each part in the row's order."""
+def _fold_entries(data, indices, indptr, ranks, unit, n_single, split=0):
+    """One pass of :func:`fold_singletons` over the stored values: the entries of features stored in one row (not
+    kept in ``ranks``, :func:`column_ranks`' ``(bits, prefix)``) go to ``(rows, cols, vals)`` and their squares to the
+    row's ``mass``; the others stay, as CSR arrays with their columns renumbered (:func:`_rank`).  ``split`` > 0:
+    each row's values in (renumbered) columns below it first, each part in the row's order (:func:`_fold_rows`)."""
     n = indptr.shape[0] - 1
     n_keep = indices.shape[0] - n_single
-    # (kept blocks: the fold's arrays end with the fit; see maxmargin._scratch)
-    out_data = _scratch.empty(n_keep, data.dtype)
-    out_indices = _scratch.empty(n_keep, np.int32)
+    # (kept blocks: the fold's arrays end with the fit; see maxmargin._scratch.  One slot more in the value arrays:
+    # the branchless loop writes each entry to both sides, and the last row's may end past them)
+    out_data = _scratch.empty(n_keep + 1, data.dtype)
+    out_indices = _scratch.empty(n_keep + 1, np.int32)
     out_indptr = _scratch.zeros(n + 1, np.int64)
-    mass = _scratch.zeros(n, np.float64)
-    rows = _scratch.empty(n_single, np.int64)
-    cols = _scratch.empty(n_single, np.int64)
-    vals = _scratch.empty(n_single, np.float64)
-    outs = (out_data, out_indices, out_indptr, mass, rows, cols, vals)
-    mid = n // 2 if indices.shape[0] >= FOLD_THREADS_MIN_VALUES and cores() >= 2 else n
-    if mid < n:
-        helper = threading.Thread(
-            target=_fold_rows, args=(data, indices, indptr, renumber, unit, split, mid, n, True, *outs)
-        )
-        helper.start()
-        try:
-            _fold_rows(data, indices, indptr, renumber, unit, split, 0, mid, False, *outs)
-        finally:
-            helper.join()
-    else:
-        _fold_rows(data, indices, indptr, renumber, unit, split, 0, n, False, *outs)
-    return outs
-
-
-#: :func:`_fold_entries` splits its rows between two threads from this many stored values
-FOLD_THREADS_MIN_VALUES = 1 << 20
+    mass = _scratch.empty(n, np.float64)
+    rows = _scratch.empty(n_single + 1, np.int64)
+    cols = _scratch.empty(n_single + 1, np.int64)
+    vals = _scratch.empty(n_single + 1, np.float64)
+    bits, prefix = ranks
+    _fold_rows(
+        data, indices, indptr, bits, prefix, unit, split, out_data, out_indices, out_indptr, mass, rows, cols, vals
+    )
+    return out_data[:n_keep], out_indices[:n_keep], out_indptr, mass, rows[:n_single], cols[:n_single], vals[:n_single]
 
 
 @njit(cache=True, nogil=True)
 def _fold_rows(
-    data,
-    indices,
-    indptr,
-    renumber,
-    unit,
-    split,
-    lo,
-    hi,
-    backward,
-    out_data,
-    out_indices,
-    out_indptr,
-    mass,
-    rows,
-    cols,
-    vals,
+    data, indices, indptr, bits, prefix, unit, split, out_data, out_indices, out_indptr, mass, rows, cols, vals
 ):
-    """Rows ``lo:hi`` of :func:`_fold_entries`: forwards from the arrays' starts (``lo`` = 0), or ``backward``
-    from their ends (``hi`` = n; each row counted first, then written in order), so two calls fill one array.
-    A row whose kept values cross ``split`` out of order is then partitioned where it was written (in the core's
-    cache; a scratch copy of its upper part)."""
+    """The rows of :func:`_fold_entries`, in order.  A row whose kept values cross ``split`` out of order is then
+    partitioned where it was written (in the core's cache; a scratch copy of its upper part).
+
+    No branch on whether a value is kept: each is written to both sides, and only its own side moves on (the other
+    side's next entry, or the next row's, writes over it).  Session 74, hugevocab-like rows (2.1M values over 2**20
+    columns, 17% of them in one row): with a table of int32 numbers (4 MB, past the core's cache) and a branch --
+    each mispredicted branch waited for the table's scattered read -- 30.6 ms on one thread, 11-16 ms on two (the
+    fold's former scheme, the second half of the rows written backwards on a second thread); branchless 17.9 ms;
+    with the ranks' tables (:func:`column_ranks`, 192 kB) 6.2 ms on one thread, which is kept: no thread, nothing
+    lost where the second core is busy."""
     q = 0
     t = 0
     scratch_i = np.empty(0, dtype=np.int32)
     scratch_d = np.empty(0, dtype=out_data.dtype)
-    if backward:
-        q = out_data.shape[0]
-        t = rows.shape[0]
-    for r in range(lo, hi):
-        i = hi - 1 - (r - lo) if backward else r
-        p0 = uint64(indptr[i])
-        p1 = uint64(indptr[i + 1])
-        if backward:
-            k_single = 0
-            for k in range(p0, p1):
-                k_single += renumber[uint64(indices[k])] < 0
-            q -= int(p1 - p0) - k_single
-            t -= k_single
+    for i in range(indptr.shape[0] - 1):
         q_row = q
         t_row = t
         m = 0.0
-        upper = False  # a kept value at or above split written
-        crossed = False  # ... and one below it after that
-        for k in range(p0, p1):
+        upper = 0  # a kept value at or above split written
+        crossed = 0  # ... and one below it after that
+        for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
             j = uint64(indices[k])
-            c = renumber[j]
-            if c < 0:
-                v = 1.0 if unit else np.float64(data[k])
-                rows[t_row] = i
-                cols[t_row] = j
-                vals[t_row] = v
-                m += v * v
-                t_row += 1
-            else:
-                out_data[q_row] = data[k]
-                out_indices[q_row] = c
-                q_row += 1
-                if c >= split:
-                    upper = True
-                elif upper:
-                    crossed = True
+            keep, c = _rank(bits, prefix, j)
+            v = 1.0 if unit else np.float64(data[k])
+            out_data[q_row] = data[k]
+            out_indices[q_row] = c
+            rows[t_row] = i
+            cols[t_row] = j
+            vals[t_row] = v
+            m += 0.0 if keep else v * v
+            q_row += keep
+            t_row += 1 - keep
+            if split > 0:
+                crossed |= upper & keep & (c < split)
+                upper |= keep & (c >= split)
         if crossed:
             if scratch_i.shape[0] < q_row - q:
                 scratch_i = np.empty(q_row - q, dtype=np.int32)
@@ -632,9 +625,8 @@ def _fold_rows(
                 out_data[a + z] = scratch_d[z]
         out_indptr[i + 1] = q_row
         mass[i] = m
-        if not backward:
-            q = q_row
-            t = t_row
+        q = q_row
+        t = t_row
 
 
 #: :func:`compact_columns` drops the features stored in no row when at most this fraction of them is used
@@ -662,10 +654,12 @@ def compact_columns(ld):
             return None  # vectors of nf are a small part of a pass over the stored values: no gain
         # the features' counts, compiled (np.bincount: text2, 351k values, 0.5 ms -- a sixteenth of its primal fit,
         # only to find 82% of the features used and keep them all)
-        kept = np.flatnonzero(_counts_of(ld))  # (as used_columns, under the lock held here)
-        if kept.shape[0] > COMPACT_MAX_USED * nf:
+        counts = _counts_of(ld)
+        n_used = int(np.count_nonzero(counts))
+        if n_used > COMPACT_MAX_USED * nf:
             return None
-        small = _restricted(ld, kept)
+        bits, prefix, kept = column_ranks(counts, 1, n_used)
+        small = _restricted(ld, bits, prefix, n_used)
         small._counts = _counts_of(ld)[kept]  # (its columns' counts, for the passes' rules: tron.far_weights)
         ld._compact = (small, kept)
         return ld._compact
