@@ -1178,6 +1178,63 @@ def textc10(seed=7316):
     return _split_at(_int32(X), y, 20_000)
 
 
+# session 74: shapes nobody tuned on (sweep_linear.py; seeds of their own)
+def hugevocab(seed=7403):
+    """Long documents over a huge vocabulary (session 74): 12k + 3k rows of ~176 distinct words (Zipf 1.05) over
+    2**20 columns; 17% of the values in words of one row."""
+    rng = np.random.default_rng(seed)
+    n, d = 15_000, 1 << 20
+    X = _bow52(rng, n, d, 200, zipf=1.05)
+    y = np.where(np.asarray(X @ rng.normal(size=d)).ravel() + 0.2 * rng.normal(size=n) > 0, 1, -1)
+    return _split_at(_int32(X), y, 12_000)
+
+
+def many300(seed=7401):
+    """300 classes, every one in play (session 74): 60k + 12k rows of ~11 words over 30,000, labels the argmax of
+    planted class weights plus noise."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 72_000, 30_000, 300
+    X = _bow52(rng, n, d, 12)
+    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    return _split_at(_int32(X), y, 60_000)
+
+
+def tabmix(seed=7402):
+    """Tabular rows (session 74): 10 standardised numeric columns and 6 one-hot fields of 200 Zipf-frequency levels,
+    200k + 40k rows."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, f, L = 240_000, 6, 200
+    num = rng.normal(size=(n, 10))
+    cats = np.minimum(rng.zipf(1.4, size=(n, f)) - 1, L - 1) + L * np.arange(f) + 10
+    rows = np.repeat(np.arange(n), 10 + f)
+    cols = np.concatenate([np.tile(np.arange(10), (n, 1)), cats], axis=1).ravel()
+    vals = np.concatenate([num, np.ones((n, f))], axis=1).ravel()
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, 10 + f * L))
+    s = np.asarray(X @ rng.normal(size=10 + f * L)).ravel() + rng.normal(size=n)
+    return _split_at(_int32(X), np.where(s > 0.5, 1, -1), 200_000)
+
+
+def onetwo(seed=7404):
+    """Rows of 1-3 values (session 74): 400k + 80k rows over 50,000 columns (Zipf 1.3)."""
+    rng = np.random.default_rng(seed)
+    n, d = 480_000, 50_000
+    X = _bow52(rng, n, d, 1, zipf=1.3)
+    y = np.where(np.asarray(X @ rng.normal(size=d)).ravel() + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return _split_at(_int32(X), y, 400_000)
+
+
+def cs30(seed=7406):
+    """30 classes of text (session 74): 20k + 4k rows of ~40 words over 60,000, labels the argmax of planted class
+    weights plus noise."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 24_000, 60_000, 30
+    X = _bow52(rng, n, d, 60)
+    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    return _split_at(_int32(X), y, 20_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1260,4 +1317,10 @@ LOADERS.update(
     regwide17=regwide17,
     dense6c=dense6c,
     textc10=textc10,
+    # session 74
+    hugevocab=hugevocab,
+    many300=many300,
+    tabmix=tabmix,
+    onetwo=onetwo,
+    cs30=cs30,
 )

@@ -183,6 +183,20 @@ CASES = (
     "dense6c/hinge",
     "dense6c/primal",
     "dense6c/cs",
+    # session 74: shapes nobody tuned on
+    "hugevocab/hinge",
+    "hugevocab/sqh",
+    "hugevocab/primal",
+    "hugevocab/l1",
+    "many300/hinge",
+    "many300/cs",
+    "tabmix/sqh",
+    "tabmix/hinge",
+    "tabmix/primal",
+    "onetwo/hinge",
+    "onetwo/primal",
+    "cs30/cs",
+    "cs30/hinge",
 )
 
 
