@@ -473,7 +473,7 @@ def column_ranks(counts, least, n_kept):
     192 kB, which stay in the core's 1 MB cache, where a 4 MB table missed it on every scattered read)."""
     words = (counts.shape[0] + 63) // 64
     bits = _scratch.empty(words, np.uint64)
-    prefix = _scratch.empty(words, np.int64)
+    prefix = _scratch.empty(words, np.int32)
     kept = _scratch.empty(n_kept + 1, np.int64)  # (+1: the slot the branchless loop writes the others' numbers to)
     _ranks_into(counts, least, bits, prefix, kept)
     return bits, prefix, kept[:n_kept]
@@ -549,20 +549,20 @@ def _fold_entries(data, indices, indptr, ranks, unit, n_single, split=0):
     each row's values in (renumbered) columns below it first, each part in the row's order (:func:`_fold_rows`)."""
     n = indptr.shape[0] - 1
     n_keep = indices.shape[0] - n_single
-    # (kept blocks: the fold's arrays end with the fit; see maxmargin._scratch.  One slot more in the value arrays:
-    # the branchless loop writes each entry to both sides, and the last row's may end past them)
+    # (kept blocks: the fold's arrays end with the fit; see maxmargin._scratch.  One slot more in the kept values'
+    # arrays: _fold_rows writes every value there, and the last row's one-row values past their end)
     out_data = _scratch.empty(n_keep + 1, data.dtype)
     out_indices = _scratch.empty(n_keep + 1, np.int32)
     out_indptr = _scratch.zeros(n + 1, np.int64)
     mass = _scratch.empty(n, np.float64)
-    rows = _scratch.empty(n_single + 1, np.int64)
-    cols = _scratch.empty(n_single + 1, np.int64)
-    vals = _scratch.empty(n_single + 1, np.float64)
+    rows = _scratch.empty(n_single, np.int64)
+    cols = _scratch.empty(n_single, np.int64)
+    vals = _scratch.empty(n_single, np.float64)
     bits, prefix = ranks
     _fold_rows(
         data, indices, indptr, bits, prefix, unit, split, out_data, out_indices, out_indptr, mass, rows, cols, vals
     )
-    return out_data[:n_keep], out_indices[:n_keep], out_indptr, mass, rows[:n_single], cols[:n_single], vals[:n_single]
+    return out_data[:n_keep], out_indices[:n_keep], out_indptr, mass, rows, cols, vals
 
 
 @njit(cache=True, nogil=True)
@@ -572,61 +572,80 @@ def _fold_rows(
     """The rows of :func:`_fold_entries`, in order.  A row whose kept values cross ``split`` out of order is then
     partitioned where it was written (in the core's cache; a scratch copy of its upper part).
 
-    No branch on whether a value is kept: each is written to both sides, and only its own side moves on (the other
-    side's next entry, or the next row's, writes over it).  Session 74, hugevocab-like rows (2.1M values over 2**20
-    columns, 17% of them in one row): with a table of int32 numbers (4 MB, past the core's cache) and a branch --
-    each mispredicted branch waited for the table's scattered read -- 30.6 ms on one thread, 11-16 ms on two (the
-    fold's former scheme, the second half of the rows written backwards on a second thread); branchless 17.9 ms;
-    with the ranks' tables (:func:`column_ranks`, 192 kB) 6.2 ms on one thread, which is kept: no thread, nothing
-    lost where the second core is busy."""
+    Each value is written to the kept side whether or not it belongs there (a one-row feature's value is written over
+    by the next kept one, or by the next row's); only a one-row feature's entry takes a branch.  Session 74 (one
+    thread, the same arrays): hugevocab (2.1M values over 2**20 columns, 17% of them in one row) with a table of
+    int32 numbers (4 MB, past the core's cache) 30.6 ms -- the former scheme, 11-16 ms on two threads (the second half
+    of the rows written backwards) --, with the ranks' tables (:func:`column_ranks`, 192 kB) 7.1-7.5 ms; hashed300k
+    (1.2M values of 4 a row, 32% in one-row features) 6.6-7.0 ms, where writing both sides without any branch took
+    10.6 ms (each position then waits for the previous value's rank).  No thread: nothing lost where the second core is
+    busy.
+    """
     q = 0
     t = 0
-    scratch_i = np.empty(0, dtype=np.int32)
-    scratch_d = np.empty(0, dtype=out_data.dtype)
+    width = 0  # (the split's scratch: the longest row's length)
+    if split > 0:
+        for i in range(indptr.shape[0] - 1):
+            width = max(width, int(indptr[i + 1] - indptr[i]))
+    scratch_i = np.empty(width, dtype=np.int32)
+    scratch_d = np.empty(width, dtype=out_data.dtype)
     for i in range(indptr.shape[0] - 1):
         q_row = q
         t_row = t
         m = 0.0
-        upper = 0  # a kept value at or above split written
-        crossed = 0  # ... and one below it after that
         for k in range(uint64(indptr[i]), uint64(indptr[i + 1])):
             j = uint64(indices[k])
             keep, c = _rank(bits, prefix, j)
-            v = 1.0 if unit else np.float64(data[k])
             out_data[q_row] = data[k]
             out_indices[q_row] = c
-            rows[t_row] = i
-            cols[t_row] = j
-            vals[t_row] = v
-            m += 0.0 if keep else v * v
-            q_row += keep
-            t_row += 1 - keep
-            if split > 0:
-                crossed |= upper & keep & (c < split)
-                upper |= keep & (c >= split)
-        if crossed:
-            if scratch_i.shape[0] < q_row - q:
-                scratch_i = np.empty(q_row - q, dtype=np.int32)
-                scratch_d = np.empty(q_row - q, dtype=out_data.dtype)
-            a = q
-            h = 0
-            for p in range(q, q_row):
-                c = out_indices[p]
-                if c < split:
-                    out_indices[a] = c
-                    out_data[a] = out_data[p]
-                    a += 1
-                else:
-                    scratch_i[h] = c
-                    scratch_d[h] = out_data[p]
-                    h += 1
-            for z in range(h):
-                out_indices[a + z] = scratch_i[z]
-                out_data[a + z] = scratch_d[z]
+            if keep:
+                q_row += 1
+            else:
+                v = 1.0 if unit else np.float64(data[k])
+                rows[t_row] = i
+                cols[t_row] = j
+                vals[t_row] = v
+                m += v * v
+                t_row += 1
+        if split > 0:
+            _split_row(out_data, out_indices, q, q_row, split, scratch_i, scratch_d)
         out_indptr[i + 1] = q_row
         mass[i] = m
         q = q_row
         t = t_row
+
+
+@njit(cache=True, nogil=True)
+def _split_row(out_data, out_indices, lo, hi, split, scratch_i, scratch_d):
+    """A row's kept values ``lo:hi`` of :func:`_fold_rows`, those in columns below ``split`` first, each part in the
+    row's order, where they cross it out of order (the upper part copied to ``scratch_i`` / ``scratch_d`` on the
+    way).  A call of its own: the
+    partition written in :func:`_fold_rows`' loop slowed every row, split or not (hashed300k 6.5 -> 9.8 ms)."""
+    upper = False
+    crossed = False
+    for p in range(lo, hi):
+        if out_indices[p] >= split:
+            upper = True
+        elif upper:
+            crossed = True
+            break
+    if not crossed:
+        return
+    a = lo
+    h = 0
+    for p in range(lo, hi):
+        c = out_indices[p]
+        if c < split:
+            out_indices[a] = c
+            out_data[a] = out_data[p]
+            a += 1
+        else:
+            scratch_i[h] = c
+            scratch_d[h] = out_data[p]
+            h += 1
+    for z in range(h):
+        out_indices[a + z] = scratch_i[z]
+        out_data[a + z] = scratch_d[z]
 
 
 #: :func:`compact_columns` drops the features stored in no row when at most this fraction of them is used
