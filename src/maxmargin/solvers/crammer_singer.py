@@ -460,6 +460,12 @@ def _epochs_rec(
     (data that stay in the core's cache).  With ``weights_ahead`` > 0, the weights of the classes in play of the
     sample that many positions on, where its scores will gather them (:data:`WEIGHTS_AHEAD`).
 
+    Where few classes are in play, the scores' gather, the weights' prefetch and the update run class by class over
+    the row (the row's values stay in the core's first cache): each score is summed in a register, where a pass over
+    the row summing into every class's slot loaded and stored the slot once a value.  The same sums in the same order,
+    so the same iterates; session 74, whole fits against session 73's loop (alternating, medians of 9): cs30 (30
+    classes of ~40 words) 0.93, tags120 0.94, multi40 0.97, classes100s 0.99.
+
     The sub-problem and the weights' update are written out as in :func:`_epochs` rather than shared through inline
     helpers: with the update in a helper (``inline="always"``) this loop ran 1.6x slower on 300,000 rows of 2.3
     values in 8 classes (session 64, one process alternating, identical iterates)."""
@@ -510,10 +516,12 @@ def _epochs_rec(
                 na = int(R16[uint64(4 * (r + REC_INTS) + 1)])
                 if 1 < na and 4 * na < k:
                     c0 = 4 * (r + REC_ALPHA + k)
-                    for p in range(uint64(R[uint64(r + REC_LO)]), uint64(R[uint64(r + REC_HI)])):
-                        Wf = Wt[indices[p]]
-                        for q in range(na):
-                            _prefetch(Wf, R16[uint64(c0 + q)])
+                    lo2 = uint64(R[uint64(r + REC_LO)])
+                    hi2 = uint64(R[uint64(r + REC_HI)])
+                    for q in range(na):
+                        m = R16[uint64(c0 + q)]
+                        for p in range(lo2, hi2):
+                            _prefetch(Wt[indices[p]], m)
             r = W * i
             a0 = r + REC_ALPHA  # the multipliers' slot; the class list's int16s from c0, the ints' from h
             c0 = 4 * (a0 + k)
@@ -548,16 +556,13 @@ def _epochs_rec(
                     G[q] = S[R16[uint64(c0 + q)]]
             else:
                 for q in range(na):
-                    G[q] = 0.0
-                for p in range(lo, hi):
-                    v = data[p]
-                    Wf = Wt[indices[p]]
-                    for q in range(na):
-                        G[q] += v * Wf[R16[uint64(c0 + q)]]
-                if bias > 0:
-                    Wf = Wt[nf]
-                    for q in range(na):
-                        G[q] += bias * Wf[R16[uint64(c0 + q)]]
+                    m = R16[uint64(c0 + q)]
+                    g = 0.0
+                    for p in range(lo, hi):
+                        g += data[p] * Wt[indices[p], m]
+                    if bias > 0:
+                        g += bias * Wt[nf, m]
+                    G[q] = g
             for q in range(na):
                 G[q] += 1.0
             if yp < na:
@@ -651,8 +656,11 @@ def _epochs_rec(
                     for c in range(nch):
                         dvec[changed[c]] = 0.0
                 else:
-                    for p in range(lo, hi):
-                        _add_changes(Wt[indices[p]], data[p], changed, dm, nch)
+                    for c in range(nch):
+                        m = changed[c]
+                        d = dm[c]
+                        for p in range(lo, hi):
+                            Wt[indices[p], m] += d * data[p]
                 if bias > 0:
                     _add_changes(Wt[nf], bias, changed, dm, nch)
             s += 1
