@@ -469,8 +469,8 @@ def column_ranks(counts, least, n_kept):
     """``(bits, prefix, kept)`` for the columns holding at least ``least`` stored values (``n_kept`` of them, from
     ``counts``): ``bits`` one bit a column (uint64 words), ``prefix`` the kept columns before each word, ``kept``
     their original numbers in order.  A kept column ``j``'s new number is :func:`_rank` -- the kept columns below
-    it --, read from 8 bytes of ``bits`` and of ``prefix`` (a sixteenth of a table of int32 numbers: 1M columns in
-    192 kB, which stay in the core's 1 MB cache, where a 4 MB table missed it on every scattered read)."""
+    it --, read from one word of ``bits`` and one of ``prefix`` (int32): 1M columns in 192 kB, which stay in the
+    core's 1 MB cache, where a table of int32 numbers (4 MB) missed it on every scattered read."""
     words = (counts.shape[0] + 63) // 64
     bits = _scratch.empty(words, np.uint64)
     prefix = _scratch.empty(words, np.int32)
