@@ -1235,6 +1235,47 @@ def cs30(seed=7406):
     return _split_at(_int32(X), y, 20_000)
 
 
+def rawcs(seed=7509):
+    """Crammer-Singer on raw term counts (session 75): 30k + 6k rows of ~80 word draws over 50,000 words, the counts as
+    they are (up to dozens; squared row norms in the thousands), labels the argmax of 12 planted class weights plus
+    noise (10 classes come up).  Ill-conditioned for the dual: ~230 epochs at tol 0.1, against ~50 on unit rows."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 36_000, 50_000, 12
+    X = _bow52(rng, n, d, 80, raw=True)
+    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 1.0 * rng.normal(size=(n, k)), axis=1)
+    return _split_at(_int32(X).astype(np.float64), y, 30_000)
+
+
+def raretext(seed=7503):
+    """Rare positives on text (session 75): 100k + 20k rows of ~23 words over 40,000, the top 1% of a planted score
+    positive; values not exactly float32 (unit rows), so every pass reads 12 bytes a value."""
+    rng = np.random.default_rng(seed)
+    n, d = 120_000, 40_000
+    X = _bow52(rng, n, d, 30)
+    s = np.asarray(X @ rng.normal(size=d)).ravel() + 0.2 * rng.normal(size=n)
+    return _split_at(_int32(X), np.where(s > np.quantile(s, 0.99), 1, -1), 100_000)
+
+
+def halfzero(seed=7506):
+    """Dense rows whose half of the columns are all zero (session 75): 6k + 1k rows x 3,000 Gaussian columns, 1,500 of
+    them zeroed (a dense array of unused features); LIBLINEAR's interface drops the zeros."""
+    rng = np.random.default_rng(seed)
+    n, d = 7_000, 3_000
+    X = rng.normal(size=(n, d)) * (rng.random(d) < 0.5)
+    y = np.where(X @ rng.normal(size=d) + 3 * rng.normal(size=n) > 0, 1, -1)
+    return _split_at(X, y, 6_000)
+
+
+def shortcs(seed=7501):
+    """50 classes on short rows (session 75): 200k + 40k rows of ~5 words over 20,000, labels the argmax of planted
+    class weights plus noise; Crammer-Singer's sub-problems on rows of a few values."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 240_000, 20_000, 50
+    X = _bow52(rng, n, d, 5)
+    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    return _split_at(_int32(X), y, 200_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1323,4 +1364,9 @@ LOADERS.update(
     tabmix=tabmix,
     onetwo=onetwo,
     cs30=cs30,
+    # session 75
+    rawcs=rawcs,
+    raretext=raretext,
+    halfzero=halfzero,
+    shortcs=shortcs,
 )

@@ -6,6 +6,7 @@ liblinear-official, same solver, same ``tol`` (LIBLINEAR's ``-e``), same data, o
     python benchmarks/sweep_linear.py --list
     python benchmarks/sweep_linear.py --tol 1e-4          # every case at scikit-learn's default tol
     python benchmarks/sweep_linear.py news20b/hinge --C 0.01   # another C for every case (default 1)
+    python benchmarks/sweep_linear.py rawcs/cs raretext/primal --busy   # beside one CPU-bound process
 
 Cases are ``set/solver``: ``hinge`` (``loss='hinge'``, LIBLINEAR ``-s 3``, tol 0.1), ``l1`` (``penalty='l1'``,
 ``-s 5``, tol 0.01), ``cs`` (``multi_class='crammer_singer'``, ``-s 4``, tol 0.1), ``sqh`` (squared hinge, dual,
@@ -197,6 +198,16 @@ CASES = (
     "onetwo/primal",
     "cs30/cs",
     "cs30/hinge",
+    # session 75: shapes nobody tuned on
+    "rawcs/cs",
+    "rawcs/hinge",
+    "raretext/hinge",
+    "raretext/primal",
+    "raretext/l1",
+    "halfzero/hinge",
+    "halfzero/primal",
+    "shortcs/cs",
+    "shortcs/hinge",
 )
 
 
@@ -380,6 +391,12 @@ def main():
         "scikit-learn's LinearSVC / LinearSVR default is 1e-4)",
     )
     ap.add_argument("--C", type=float, default=1.0, help="C of every case (default 1; small C: fits of a few epochs)")
+    ap.add_argument(
+        "--busy",
+        action="store_true",
+        help="the whole run beside one CPU-bound process (a spin loop, as harness.py --busy): a machine shared with "
+        "other work, where maxmargin's threads lose a core and LIBLINEAR runs one thread anyway",
+    )
     args = ap.parse_args()
     if args.list:
         print("\n".join(CASES))
@@ -392,10 +409,13 @@ def main():
         "| case | maxmargin s | liblinear s | ratio | objective (rel. to LIBLINEAR's) | test: maxmargin / liblinear |"
     )
     print("|---|---|---|---|---|---|")
+    from contextlib import nullcontext
+
+    from harness import Busy
     from threadpoolctl import threadpool_limits
 
     loaded = {}
-    with threadpool_limits(limits=args.blas_threads or None, user_api="blas"):
+    with threadpool_limits(limits=args.blas_threads or None, user_api="blas"), Busy() if args.busy else nullcontext():
         for case in args.cases:
             name = case.split("/")[0]
             if name not in loaded:
