@@ -1208,6 +1208,87 @@ def test_tron_threads_match_serial(monkeypatch):
     assert _rel(a.objective, b.objective) < 1e-8
 
 
+def _active_rows_problem(seed, unit=False):
+    """Sparse rows, well separated: after one Newton step fewer than half the rows (and values) stay active."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(1500, 60, density=0.15, format="csr", random_state=rng)
+    if unit:
+        X.data[:] = 1.0
+    y = np.where(np.asarray(X @ rng.normal(size=60)).ravel() > 0, 1.0, -1.0)
+    return X, y, rng.uniform(0.5, 2.0, 1500)
+
+
+@pytest.mark.parametrize("unit", [False, True])
+@pytest.mark.parametrize("chunks", [1, 2])
+def test_tron_compact_copies_the_active_rows_in_order(unit, chunks):
+    """``tron._compact`` writes each chunk's active rows one after the other (their column numbers, values and z)
+    where they fit, and copies nothing where they hold more values than its arrays."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y, C = _active_rows_problem(21, unit)
+    ld = linear_data(X, 1.0)
+    assert bool(ld.unit) == unit
+    args = ld.args() + (bool(ld.unit), False)
+    n, m = X.shape[0], ld.n_weights
+    w = np.random.default_rng(2).normal(size=m)
+    o, z, act, n_act = np.empty(n), np.empty(n), np.empty(n, np.int64), np.zeros(chunks, np.int64)
+    acc = tron._accumulators(chunks, 2 * m)
+    tron._fun_ser(w, *args, y, C, 0, 0.0, o, chunks)
+    grad_diag, compact = (
+        (tron._grad_diag_ser, tron._compact_ser) if chunks == 1 else (tron._grad_diag_par, tron._compact_par)
+    )
+    grad_diag(o, *args, y, C, 0, 0.0, z, act, n_act, acc, chunks)
+    rows = np.concatenate([act[t * n // chunks : t * n // chunks + n_act[t]] for t in range(chunks)])
+    assert 0 < rows.size < n
+    want = X[rows]
+    cap = want.nnz
+    cdata = np.full(0 if unit else cap, np.nan)
+    cind, cptr, cz = np.full(cap, -1, np.int32), np.full(n + 1, -1, np.int64), np.full(n, np.nan)
+    counts = np.empty(chunks + 1, np.int64)
+    assert compact(ld.data, ld.indices, ld.indptr, bool(ld.unit), z, act, n_act, chunks, cdata, cind, cptr, cz, counts)
+    k = 0
+    for t in range(chunks):
+        lo = t * n // chunks
+        for q in range(lo, lo + n_act[t]):
+            i = rows[k]
+            a, b = cptr[q], cptr[q + 1]
+            np.testing.assert_array_equal(cind[a:b], X.indices[X.indptr[i] : X.indptr[i + 1]])
+            if not unit:
+                np.testing.assert_array_equal(cdata[a:b], X.data[X.indptr[i] : X.indptr[i + 1]])
+            assert cz[q] == z[i]
+            k += 1
+    assert cptr[n_act[0]] == (want.indptr[n_act[0]])
+    small = np.full(cap - 1, -1, np.int32)
+    assert not compact(
+        ld.data, ld.indices, ld.indptr, bool(ld.unit), z, act, n_act, chunks, cdata, small, cptr, cz, counts
+    )
+    assert (small == -1).all()
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_tron_cg_steps_on_the_active_rows_copy_keep_the_iterates(monkeypatch, unit):
+    """The line-search Newton method's CG steps on the copy of the active rows (``COMPACT_SHARE``, here with
+    ``COMPACT_MIN_BYTES`` 0) make the same iterates, bit for bit, as in place: serial and on two chunks."""
+    from maxmargin.solvers import tron
+    from maxmargin.solvers._linear_common import linear_data
+
+    X, y, C = _active_rows_problem(22, unit)
+    one = tron.solve(linear_data(X, 1.0), y, C, tol=1e-6, max_iter=1)  # after one step: the copy is made from here
+    margins = y * (X @ one.w[:-1] + one.w[-1])
+    assert np.diff(X.indptr)[margins < 1].sum() < tron.COMPACT_SHARE * X.nnz
+    for stored in (10**12, 10):
+        monkeypatch.setattr(tron, "PARALLEL_STORED", stored)
+        monkeypatch.setattr(tron, "COMPACT_MIN_BYTES", 1 << 40)
+        plain = tron.solve(linear_data(X, 1.0), y, C, tol=1e-6)
+        monkeypatch.setattr(tron, "COMPACT_MIN_BYTES", 0)
+        monkeypatch.setattr(tron, "COMPACT_MIN_ROW_VALUES", 0)
+        copied = tron.solve(linear_data(X, 1.0), y, C, tol=1e-6)
+        assert plain.converged and plain.n_iter >= 3
+        np.testing.assert_array_equal(copied.w, plain.w)
+        assert copied.n_iter == plain.n_iter and copied.objective == plain.objective
+
+
 def test_tron_chunk_accumulators_sit_apart_and_their_pads_stay_unread():
     """Each chunk's accumulator row of TRON's passes starts on a 128-byte boundary, ACC_PAD_DOUBLES clear of the
     next (unpadded, two threads wrote one cache line for every row: the gradient's pass ran slower on two threads

@@ -46,7 +46,9 @@ Lin 2018), refreshed at every accepted step; :math:`\|s\|_M^2 = s^T M s`.
 
 The passes over the data (function value, gradient and diagonal in one pass; a Hessian-vector product in one
 pass) split the rows into chunks run on Numba threads, each accumulating :math:`X^T(\cdot)` into its own
-buffer; a serial copy serves fits that already run on threads (one-vs-rest).  The outer loop (trust region
+buffer; a serial copy serves fits that already run on threads (one-vs-rest).  On large CSR data the line-search
+method's CG steps read a copy of the active rows, made once a Newton iteration where they hold at most half of the
+values (:data:`COMPACT_SHARE`): the same sums, in order instead of with gaps.  The outer loop (trust region
 and CG) is compiled too, one call for the whole fit (or per chunk of iterations when a callback or time limit
 watches), so a fit of a few milliseconds pays no Python per step.  Stopping: :math:`\|\nabla f(w)\| \le`
 ``tol`` :math:`\cdot \|\nabla f(w_0)\|` (classification scales ``tol`` by ``max(min(#pos, #neg), 1)/n``, as
@@ -147,6 +149,20 @@ WEIGHTS_AHEAD = 8
 #: functions as ``far`` in the data's group of arguments (``..., bias, unit, far``; the gradient's pass and the direct
 #: steps' Hessian take it unused)
 FAR_HOT_SHARE = 0.5
+#: the line-search method's CG steps (:func:`_newton_run`) on CSR rows run on a copy of the active rows, one after
+#: the other (:func:`_compact`, made once a Newton iteration), where these hold at most this share of the stored
+#: values: a pass over the active rows in place, in order but with gaps, missed the cache and the TLB on every row.
+#: Session 75, one Hessian-vector product in place / on the copy: raretext's 11% active rows 8.7 / 1.2 ns a value,
+#: 23% 6.5 / 1.4, 59% 3.9 / 2.1; realsim's 19% 4.3 / 0.95.  The copy costs about one pass in place; the sums are
+#: the same, so are the iterates.  The copy's arrays hold at most this share of the data's (kept blocks) ...
+COMPACT_SHARE = 0.5
+#: ... on CSR data of at least this many bytes (values and column numbers): smaller data stay within the cache and the
+#: TLB's reach, where the copy cost more than it saved (text2, 4 MB: 1.1-1.2x the time) ...
+COMPACT_MIN_BYTES = 16 << 20
+#: ... and of at least this many stored values a row on average: on short rows a product's time goes to the weights
+#: it gathers and scatters, not to reading the row (short_text's 8 values a row: 3.5 / 3.1 ns a value in place / on the
+#: copy, and whole fits 1.1-1.26x the time with the copy)
+COMPACT_MIN_ROW_VALUES = 12
 #: ``kind`` for :func:`_fun` where only the products ``X v`` are wanted (the line search's ``X s``: the loss of a
 #: direction, with its branch on the sign of each product, mispredicted for about half the rows, was thrown away;
 #: session 66, that pass 0.7-0.8x the time on 400,000 rows of 1.7 values and on ijcnn1)
@@ -316,13 +332,51 @@ def _hess_vec(v, Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, 
             a[nf] += cb * bias
 
 
+def _compact(data, indices, indptr, unit, z, act, n_act, n_chunks, cdata, cindices, cindptr, cz, counts):
+    """Copy the active rows (listed by :func:`_grad_diag`, chunk by chunk) into ``cdata``/``cindices`` one after
+    the other, so that the Hessian-vector products of the CG steps read them in order: chunk ``t``'s rows become rows
+    ``lo_t .. lo_t + n_act[t] - 1`` of ``cindptr`` (their ``z`` in ``cz``), listed by the identity.  ``counts``:
+    (n_chunks + 1) scratch.  Returns False, copying nothing, where the active rows hold more values than ``cindices``
+    (see :data:`COMPACT_SHARE`); ``cdata`` is not written for 0/1 values (``unit``: never read)."""
+    n = z.shape[0]
+    for t in prange(n_chunks):
+        lo = t * n // n_chunks
+        c = 0
+        for q in range(lo, lo + n_act[t]):
+            i = uint64(act[q])
+            c += indptr[i + uint64(1)] - indptr[i]
+        counts[t + 1] = c
+    counts[0] = 0
+    for t in range(n_chunks):
+        counts[t + 1] += counts[t]
+    if counts[n_chunks] > cindices.shape[0]:
+        return False
+    for t in prange(n_chunks):
+        lo = t * n // n_chunks
+        off = counts[t]
+        for q in range(lo, lo + n_act[t]):
+            i = uint64(act[q])
+            cindptr[q] = off
+            cz[q] = z[i]
+            p0 = indptr[i]
+            p1 = indptr[i + uint64(1)]
+            for p in range(uint64(p0), uint64(p1)):
+                cindices[off] = indices[p]
+                if not unit:
+                    cdata[off] = data[p]
+                off += 1
+        cindptr[lo + n_act[t]] = off  # (= the next chunk's first, where every row of this one is active)
+    return True
+
+
 # The row loops are written out here rather than through the shared row helpers: measured 2-2.5x faster
 # Hessian-vector products on a9a and ijcnn1.
 _fun_par, _fun_ser = parallel_and_serial(_fun, nogil=True)
 _grad_diag_par, _grad_diag_ser = parallel_and_serial(_grad_diag, nogil=True)
 _hess_vec_par, _hess_vec_ser = parallel_and_serial(_hess_vec, nogil=True)
+_compact_par, _compact_ser = parallel_and_serial(_compact, nogil=True)
 #: the passes the outer-loop functions below call: each compiled family (:func:`_compiled_family`) binds its own
-_FUN, _GRAD_DIAG, _HESS_VEC = _fun_ser, _grad_diag_ser, _hess_vec_ser
+_FUN, _GRAD_DIAG, _HESS_VEC, _COMPACT = _fun_ser, _grad_diag_ser, _hess_vec_ser, _compact_ser
 
 
 # --------------------------------------------------------------------------- the compiled outer loop
@@ -1094,6 +1148,12 @@ def _newton_run(
     H,
     L,
     zH,
+    cdata,
+    cindices,
+    cindptr,
+    cz,
+    cact,
+    counts,
 ):
     r"""Up to ``n_iters`` Newton steps with a backtracking line search from the state (LIBLINEAR 2.40's
     ``NEWTON``, Galli and Lin 2021); returns 0 when converged (or stuck or flat: :data:`DONE_STUCK`), 1
@@ -1151,7 +1211,13 @@ def _newton_run(
             else:  # (not positive definite in floating point: the CG steps from here on)
                 istate[I_DIRECT] = DIRECT_OFF
         if not direct:
-            cg = _pcg_ls(Xd, data, indices, indptr, dense, nf, bias, unit, far, z, act, n_act, acc, chunks, vec)
+            rows = (data, indices, indptr, z, act)
+            if cindices.shape[0] > 0 and _COMPACT(
+                data, indices, indptr, unit, z, act, n_act, chunks, cdata, cindices, cindptr, cz, counts
+            ):  # the CG steps on the active rows' copy (COMPACT_SHARE)
+                rows = (cdata, cindices, cindptr, cz, cact)
+            cd, ci, cp, cz_, ca = rows
+            cg = _pcg_ls(Xd, cd, ci, cp, dense, nf, bias, unit, far, cz_, ca, n_act, acc, chunks, vec)
             istate[I_HV] += cg
             gate = fstate[F_GATE]
             if istate[I_DIRECT] == DIRECT_ALLOWED and gate < 0.0 and cg >= -gate - 1.0:
@@ -1243,12 +1309,12 @@ _FAMILY = (
 )
 
 
-def _compiled_family(suffix, fun, grad_diag, hess_vec):
+def _compiled_family(suffix, fun, grad_diag, hess_vec, compact):
     """The outer-loop functions above compiled against one set of passes (``_FUN``, ``_GRAD_DIAG``,
     ``_HESS_VEC``), under names ending in ``suffix`` (own cache entries, as :mod:`maxmargin._jit`): the serial
     family never compiles the parallel passes (compiling them took ~15 s of a first fit)."""
     scope = dict(globals())
-    scope.update(_FUN=fun, _GRAD_DIAG=grad_diag, _HESS_VEC=hess_vec)
+    scope.update(_FUN=fun, _GRAD_DIAG=grad_diag, _HESS_VEC=hess_vec, _COMPACT=compact)
     out = {}
     for name in _FAMILY:
         py = globals()[name]
@@ -1260,8 +1326,8 @@ def _compiled_family(suffix, fun, grad_diag, hess_vec):
     return out
 
 
-_SERIAL = _compiled_family("_ser", _fun_ser, _grad_diag_ser, _hess_vec_ser)
-_PARALLEL = _compiled_family("_par", _fun_par, _grad_diag_par, _hess_vec_par)
+_SERIAL = _compiled_family("_ser", _fun_ser, _grad_diag_ser, _hess_vec_ser, _compact_ser)
+_PARALLEL = _compiled_family("_par", _fun_par, _grad_diag_par, _hess_vec_par, _compact_par)
 
 
 #: each chunk's accumulator row (:func:`_grad_diag`, :func:`_hess_vec`) starts on a 128-byte boundary and ends at
@@ -1323,6 +1389,21 @@ class _State:
             _scratch.empty(m * m, np.float64).reshape(m, m),
             _scratch.empty(n if m > 1 else 1, np.float64),
         )
+        # the active rows' copy for the CG steps (COMPACT_SHARE; uninitialised kept blocks, written before read)
+        cap = 0
+        if self.runner == "_newton_run" and not ld.dense:
+            per_value = ld.indices.itemsize + (0 if ld.unit else ld.data.itemsize)
+            big = ld.data.size * per_value >= COMPACT_MIN_BYTES
+            if big and ld.data.size >= COMPACT_MIN_ROW_VALUES * max(n, 1):
+                cap = int(COMPACT_SHARE * ld.data.size)
+        self.compact = (
+            _scratch.empty(cap if cap and not ld.unit else 0, ld.data.dtype),
+            _scratch.empty(cap, ld.indices.dtype),
+            _scratch.empty(n + 1 if cap else 1, np.int64),
+            _scratch.empty(n if cap else 1, np.float64),
+            np.arange(n if cap else 1, dtype=np.int64),
+            np.empty(self.chunks + 1, dtype=np.int64),
+        )
 
     def start(self, w, gnorm0=None):
         """Start from ``w`` (a vector, or 0.0 for zeros): f, g and M there are made by the first :meth:`run` (or
@@ -1347,7 +1428,7 @@ class _State:
         return float(self.fstate[F_GNORM])
 
     def run(self, n_iters):
-        extra = self.direct if self.runner == "_newton_run" else ()
+        extra = self.direct + self.compact if self.runner == "_newton_run" else ()
         return int(
             self.family[self.runner](
                 *self.args, *self.data, *self.work, self.vec, self.fstate, self.istate, int(n_iters), *extra
