@@ -152,8 +152,8 @@ FAR_HOT_SHARE = 0.5
 #: the line-search method's CG steps (:func:`_newton_run`) on CSR rows run on a copy of the active rows, one after
 #: the other (:func:`_compact`, made once a Newton iteration), where these hold at most this share of the stored
 #: values: a pass over the active rows in place, in order but with gaps, missed the cache and the TLB on every row.
-#: Session 75, one Hessian-vector product in place / on the copy: raretext's 11% active rows 8.7 / 1.2 ns a value,
-#: 23% 6.5 / 1.4, 59% 3.9 / 2.1; realsim's 19% 4.3 / 0.95.  The copy costs about one pass in place; the sums are
+#: Session 75, one Hessian-vector product in place / on the copy: raretext's 11% active rows 4.9-8.8 / 1.2 ns a
+#: value, 23% 6.5 / 1.4, 59% 3.9 / 2.1; realsim's 19% 4.3 / 0.95.  The copy costs about one pass in place; the sums are
 #: the same, so are the iterates.  The copy's arrays hold at most this share of the data's (kept blocks) ...
 COMPACT_SHARE = 0.5
 #: ... on CSR data of at least this many bytes (values and column numbers): smaller data stay within the cache and the
@@ -1349,6 +1349,15 @@ def _accumulators(chunks, width):
     return raw[skip : skip + chunks * stride].reshape(chunks, stride)
 
 
+def _no_copy(data_dtype, index_dtype):
+    """The arrays :func:`_newton_run` takes for the active rows' copy where there is none (``cindices`` empty)."""
+    one = np.zeros(1, dtype=np.int64)
+    return (np.empty(0, data_dtype), np.empty(0, index_dtype), one, np.zeros(1), one, one)
+
+
+_NO_COPY = {}
+
+
 class _State:
     """The compiled solver's arrays and how to call it (serial, or the passes on Numba threads)."""
 
@@ -1396,14 +1405,18 @@ class _State:
             big = ld.data.size * per_value >= COMPACT_MIN_BYTES
             if big and ld.data.size >= COMPACT_MIN_ROW_VALUES * max(n, 1):
                 cap = int(COMPACT_SHARE * ld.data.size)
-        self.compact = (
-            _scratch.empty(cap if cap and not ld.unit else 0, ld.data.dtype),
-            _scratch.empty(cap, ld.indices.dtype),
-            _scratch.empty(n + 1 if cap else 1, np.int64),
-            _scratch.empty(n if cap else 1, np.float64),
-            np.arange(n if cap else 1, dtype=np.int64),
-            np.empty(self.chunks + 1, dtype=np.int64),
-        )
+        if cap:
+            self.compact = (
+                _scratch.empty(0 if ld.unit else cap, ld.data.dtype),
+                _scratch.empty(cap, ld.indices.dtype),
+                _scratch.empty(n + 1, np.int64),
+                _scratch.empty(n, np.float64),
+                np.arange(n, dtype=np.int64),
+                np.empty(self.chunks + 1, dtype=np.int64),
+            )
+        else:  # (empty arrays of the data's types, made once: no allocations in a small fit)
+            key = (ld.data.dtype, ld.indices.dtype)
+            self.compact = _NO_COPY.get(key) or _NO_COPY.setdefault(key, _no_copy(*key))
 
     def start(self, w, gnorm0=None):
         """Start from ``w`` (a vector, or 0.0 for zeros): f, g and M there are made by the first :meth:`run` (or
