@@ -632,6 +632,13 @@ def survey(n=200_000, n_test=50_000, seed=44):
     return _split_at(X, y, n)
 
 
+def _planted_classes(rng, X, k, noise):
+    """Labels of ``k`` classes: the argmax over planted class weights (Gaussian, one column a class) of the rows' scores
+    plus Gaussian noise of scale ``noise``."""
+    n, d = X.shape
+    return np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + noise * rng.normal(size=(n, k)), axis=1)
+
+
 def _bow52(rng, n, d, mean_nnz, zipf=1.2, raw=False):
     """Session 52's bag of words: each row ``1 + Poisson(mean_nnz)`` word draws from a Zipf law (``zipf``) folded
     into ``d`` columns, the distinct words kept; values ``log1p(3 u)`` rows scaled to unit length, or with ``raw`` the
@@ -1195,7 +1202,7 @@ def many300(seed=7401):
     rng = np.random.default_rng(seed)
     n, d, k = 72_000, 30_000, 300
     X = _bow52(rng, n, d, 12)
-    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    y = _planted_classes(rng, X, k, 0.3)
     return _split_at(_int32(X), y, 60_000)
 
 
@@ -1231,7 +1238,7 @@ def cs30(seed=7406):
     rng = np.random.default_rng(seed)
     n, d, k = 24_000, 60_000, 30
     X = _bow52(rng, n, d, 60)
-    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    y = _planted_classes(rng, X, k, 0.3)
     return _split_at(_int32(X), y, 20_000)
 
 
@@ -1242,7 +1249,7 @@ def rawcs(seed=7509):
     rng = np.random.default_rng(seed)
     n, d, k = 36_000, 50_000, 12
     X = _bow52(rng, n, d, 80, raw=True)
-    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 1.0 * rng.normal(size=(n, k)), axis=1)
+    y = _planted_classes(rng, X, k, 1.0)
     return _split_at(_int32(X).astype(np.float64), y, 30_000)
 
 
@@ -1272,7 +1279,7 @@ def shortcs(seed=7501):
     rng = np.random.default_rng(seed)
     n, d, k = 240_000, 20_000, 50
     X = _bow52(rng, n, d, 5)
-    y = np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    y = _planted_classes(rng, X, k, 0.3)
     return _split_at(_int32(X), y, 200_000)
 
 
