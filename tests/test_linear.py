@@ -2033,7 +2033,7 @@ def test_crammer_singer_primal_on_threads_equals_one_thread_and_numpy():
     ld = linear_data(X, 1.0)
     Wt = rng.normal(size=(ld.n_weights, 7))
     every = np.arange(ld.n_weights)
-    args = (*ld.args(), y.astype(np.int64), C, Wt, every)
+    args = (*ld.args(), y.astype(np.int64), C, Wt, every, False)
     par, ser = crammer_singer._primal_par(*args), crammer_singer._primal_ser(*args)
     assert par[1] == ser[1]
     F = X @ Wt[:-1] + Wt[-1]
@@ -2041,7 +2041,7 @@ def test_crammer_singer_primal_on_threads_equals_one_thread_and_numpy():
     margins[np.arange(3000), y] = 0.0
     np.testing.assert_array_equal(par[0], ser[0])
     np.testing.assert_allclose(par[0], np.sum(Wt * Wt, axis=0), rtol=1e-12)
-    assert crammer_singer._primal(*args[:-1]) == crammer_singer._half(par[0]) + par[1]
+    assert crammer_singer._primal(*args[:-2]) == crammer_singer._half(par[0]) + par[1]
     np.testing.assert_allclose(par[1], C @ np.maximum(margins.max(axis=1), 0.0), rtol=1e-12)
     # the norm over the rows the data can make nonzero (used_weights) only: the same where the others are 0
     X = sp.random(3000, 20_000, density=0.00012, format="csr", random_state=6)  # ~6,000 of 20,000 columns used
@@ -2060,6 +2060,21 @@ def test_crammer_singer_primal_on_threads_equals_one_thread_and_numpy():
         again = crammer_singer._primal_parts(*ld.args(), y.astype(np.int64), C, Wt, parallel, every)
         np.testing.assert_array_equal(again[0], full[0])
     assert crammer_singer.used_weights(linear_data(rng.normal(size=(50, 8)), 1.0)) is None
+    # dense rows with class-major weights (k, n_weights), as the dense epochs keep them: the same norms and losses
+    Xd = rng.normal(size=(700, 21))
+    ld = linear_data(Xd, 1.0)
+    Wc = rng.normal(size=(7, ld.n_weights))
+    yd, Cd = y[:700].astype(np.int64), C[:700]
+    F = Xd @ Wc[:, :-1].T + Wc[:, -1]
+    margins = 1.0 + F - F[np.arange(700), yd][:, None]
+    margins[np.arange(700), yd] = 0.0
+    for parallel in (True, False):
+        cols, loss = crammer_singer._primal_parts(*ld.args(), yd, Cd, Wc, parallel, class_major=True)
+        np.testing.assert_allclose(cols, np.sum(Wc * Wc, axis=1), rtol=1e-12)
+        np.testing.assert_allclose(loss, Cd @ np.maximum(margins.max(axis=1), 0.0), rtol=1e-12)
+        rows = crammer_singer._primal_parts(*ld.args(), yd, Cd, np.ascontiguousarray(Wc.T), parallel)
+        np.testing.assert_allclose(cols, rows[0], rtol=1e-12)
+        np.testing.assert_allclose(loss, rows[1], rtol=1e-12)
 
 
 def test_l1_solver_keeps_dense_columns_without_indices():

@@ -722,14 +722,17 @@ PRIMAL_PARALLEL_MIN_VALUES = 200_000
 NORM_BLOCK_ROWS = 4096
 
 
-def _primal_body(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, used):
-    """The primal objective at the weights ``Wt`` (feature-major (n_weights, k), or class-major): the squared norm
-    over the rows ``used`` of ``Wt`` (in blocks of :data:`NORM_BLOCK_ROWS` rows), the losses in blocks of
+def _primal_body(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, used, class_major):
+    """The primal objective at the weights ``Wt``, feature-major (n_weights, k), or (``class_major``, dense rows
+    only) class-major (k, n_weights): the squared norm over the rows ``used`` of ``Wt`` (in blocks of
+    :data:`NORM_BLOCK_ROWS` rows; class-major, ``used`` are the classes), the losses in blocks of
     :data:`PRIMAL_BLOCK_ROWS` rows; each block sums its own part and the blocks' sums are added in order, so the
-    value is the same on any number of threads."""
+    value is the same on any number of threads.  Class-major, each score is one vector-lane product
+    (:func:`_class_scores`): the stall watch's looks on 600 dense rows of 20 features in 3 classes took ~86 us a
+    pass from a feature-major copy (three products a feature through memory), as long as 20 of the fit's epochs."""
     n = y.shape[0]
-    k = Wt.shape[1]
-    n_norm = (used.shape[0] + NORM_BLOCK_ROWS - 1) // NORM_BLOCK_ROWS
+    k = Wt.shape[0] if class_major else Wt.shape[1]
+    n_norm = 0 if class_major else (used.shape[0] + NORM_BLOCK_ROWS - 1) // NORM_BLOCK_ROWS
     norms = np.zeros((n_norm, Wt.shape[1]))
     for b in prange(n_norm):  # (each row in memory order: by columns, 200 classes x 2**20 weights took 2-3 s)
         part = norms[b]
@@ -737,18 +740,26 @@ def _primal_body(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, used):
             j = used[q]
             for m in range(Wt.shape[1]):
                 part[m] += Wt[j, m] * Wt[j, m]
-    cols = np.zeros(Wt.shape[1])
-    for b in range(n_norm):
-        for m in range(Wt.shape[1]):
-            cols[m] += norms[b, m]
+    cols = np.zeros(k)
+    if class_major:  # (each class's row of weights in memory order, one sum a class)
+        for m in range(k):
+            cols[m] = _dense_row_dot(Wt[m], Wt[m], Wt.shape[1])
+    else:
+        for b in range(n_norm):
+            for m in range(k):
+                cols[m] += norms[b, m]
     n_blocks = (n + PRIMAL_BLOCK_ROWS - 1) // PRIMAL_BLOCK_ROWS
     parts = np.zeros(n_blocks)
+    classes = np.arange(k)
     for b in prange(n_blocks):
         G = np.empty(k)
         part = 0.0
         for i in range(b * PRIMAL_BLOCK_ROWS, min(n, (b + 1) * PRIMAL_BLOCK_ROWS)):
             yi = y[i]
-            _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, G)
+            if class_major:
+                _class_scores(i, Wt, classes, k, Xd, nf, bias, G)
+            else:
+                _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, G)
             own = G[yi]
             worst = 0.0
             for m in range(k):
@@ -775,20 +786,21 @@ def used_weights(ld):
     return np.append(cols, ld.n_features) if ld.bias > 0 else cols
 
 
-def _primal_parts(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel=False, used=None):
-    """(the squared norms of ``Wt``'s columns -- the classes' where it is feature-major --, the losses):
-    :func:`_primal_body`, on Numba's threads when ``parallel`` and the data hold enough values; ``used``: the rows
-    of ``Wt`` that may be nonzero (:func:`used_weights`; None: every row)."""
+def _primal_parts(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel=False, used=None, class_major=False):
+    """(the squared norms of the classes' weights, the losses): :func:`_primal_body`, on Numba's threads when
+    ``parallel`` and the data hold enough values; ``Wt`` feature-major, or class-major on dense rows
+    (``class_major``); ``used``: the rows of feature-major ``Wt`` that may be nonzero (:func:`used_weights`; None:
+    every row)."""
     stored = Xd.size if dense else data.shape[0]
     run = _primal_par if parallel and stored >= PRIMAL_PARALLEL_MIN_VALUES else _primal_ser
-    rows = np.arange(Wt.shape[0], dtype=np.int64) if used is None else used
-    cols, loss = run(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, rows)
+    rows = np.arange(0 if class_major else Wt.shape[0], dtype=np.int64) if used is None else used
+    cols, loss = run(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, rows, bool(class_major))
     return cols, float(loss)
 
 
-def _primal(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel=False, used=None):
+def _primal(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel=False, used=None, class_major=False):
     """The primal objective: half the squared norm (:func:`_half`) plus the losses (:func:`_primal_parts`)."""
-    cols, loss = _primal_parts(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel, used)
+    cols, loss = _primal_parts(Xd, data, indices, indptr, dense, nf, bias, y, C, Wt, parallel, used, class_major)
     return _half(cols) + loss
 
 
@@ -889,9 +901,6 @@ def solve(
         n_cls = np.full(n, n_classes, dtype=np.int32)
         y_pos = y.astype(np.int32)
 
-    def feature_major():
-        return np.ascontiguousarray(Wt.T) if class_major else Wt
-
     def step(k):
         if rec is not None:
             data = (ld.data, ld.indices, ld.n_features, float(ld.bias))
@@ -926,10 +935,10 @@ def solve(
     used = None if class_major else used_weights(ld)
 
     def report():
-        return _primal(*args, y, C, feature_major(), used=used), fstate[0]
+        return _primal(*args, y, C, Wt, used=used, class_major=class_major), fstate[0]
 
     def relative_gap():  # (primal - dual) / primal at the current iterate: one pass over the rows
-        cols, loss = _primal_parts(*args, y, C, feature_major(), used=used)
+        cols, loss = _primal_parts(*args, y, C, Wt, used=used, class_major=class_major)
         half = _half(cols)
         return (half + loss - dual_objective(Wt, alpha, y, half)) / max(abs(half + loss), 1e-300)
 
@@ -946,7 +955,7 @@ def solve(
         verbose=verbose,
         name="crammer-singer",
     )
-    cols, loss = _primal_parts(*args, y, C, feature_major(), parallel=True, used=used)
+    cols, loss = _primal_parts(*args, y, C, Wt, parallel=True, used=used, class_major=class_major)
     half = _half(cols)
     primal = half + loss
     # (classes, weights) as a view of the feature-major weights, Fortran-ordered: the estimator's coef_ is kept
@@ -957,6 +966,7 @@ def solve(
     # for 30,000 samples of 1,000 classes)
     fit = LinearFit(W, alpha, primal, dual_objective(Wt, alpha, y, half), it, fstate[0], status)
     fit.active = None  # (the interior point of cs_ipm runs on every sample)
-    if not class_major:  # the classes' squared norms without the bias (the estimator's margin_: no pass of its own)
-        fit.class_sqnorms = cols - (Wt[ld.n_features] ** 2 if ld.bias > 0 else 0.0)
+    # the classes' squared norms without the bias (the estimator's margin_: no pass of its own)
+    bias_weights = (Wt[:, ld.n_features] if class_major else Wt[ld.n_features]) if ld.bias > 0 else 0.0
+    fit.class_sqnorms = cols - bias_weights**2
     return fit
