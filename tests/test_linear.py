@@ -2003,10 +2003,11 @@ def test_l1_columns_equal_scipys_transpose(parts, monkeypatch):
     D[:, 7] = 0.0  # an empty column
     X = sp.csr_matrix(D)
     X.data[::11] = 0.0  # explicit zeros stay
-    odd = sp.csr_matrix(  # row 0 with columns out of order, row 2 with a column twice; int64 indices
+    odd = sp.csr_matrix(  # row 0 with columns out of order, row 2 with a column twice; int64 indices; 5 empty rows
         (np.array([3.0, 1.0, 2.0, 4.0, 5.0]), np.array([2, 0, 1, 1, 1], dtype=np.int64), np.array([0, 3, 3, 5])),
         shape=(3, 4),
     )
+    odd = sp.vstack([odd, sp.csr_matrix((5, 4))], format="csr")  # (no column holds half of the rows)
     for M in (X, X.astype(np.float64), odd, sp.csr_matrix((5, 3))):
         for bias in (1.0, 0.5, 0.0):
             ours = cd_l1.to_columns(M, bias)
@@ -2155,8 +2156,16 @@ def test_l1_solver_reads_full_csc_columns_without_indices(monkeypatch):
             assert _rel(ours[0], theirs[0]) < 1e-5, (ours, theirs)
             assert _agree(est.predict(X), np.where(X @ ll_w + ll_b > 0, 1, -1)) >= 0.995
     np.testing.assert_allclose(fits[0.5, True], fits[2.0, True], rtol=1e-6, atol=1e-9)
-    cols = cd_l1._with_full_columns(*cd_l1.to_columns(Xh, 0.0), n, 1)  # (every column whole: the same matrix)
-    np.testing.assert_array_equal(sp.csc_matrix(cols, shape=(n, 24)).toarray(), Xh)
+    monkeypatch.setattr(cd_l1, "FULL_COLUMN_SHARE", 1e-9)  # every column whole: the same matrix, rows in order
+    for Xin in (Xh, sp.csr_matrix(Xh)):
+        cols = cd_l1.to_columns(Xin, 0.0)
+        assert np.all(np.diff(cols[2]) == n) and np.array_equal(cols[1], np.tile(np.arange(n), 24))
+        np.testing.assert_array_equal(sp.csc_matrix(cols, shape=(n, 24)).toarray(), Xh)
+    # a whole column where a row repeats the column (a non-canonical CSR row): its values add up at the row's place
+    rep = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0]), np.array([0, 2, 3])), shape=(2, 1))
+    cols = cd_l1.to_columns(rep, 0.0)
+    np.testing.assert_array_equal(cols[0], [3.0, 3.0])
+    np.testing.assert_array_equal(cols[1], [0, 1])
 
 
 def test_l1_solver_drops_columns_stored_nowhere(monkeypatch):

@@ -331,34 +331,6 @@ def _scale_transpose(X, bias, scale, zdata, sq):
         sq[d] = t
 
 
-@njit(cache=True, nogil=True)
-def _with_full_columns(cdata, cind, cptr, n, min_count):
-    """CSC arrays with every column of at least ``min_count`` stored values written out whole (its other rows as
-    explicit zeros, rows 0..n-1 in order), the rest as they are."""
-    m = cptr.shape[0] - 1
-    out_ptr = np.empty(m + 1, dtype=np.int64)
-    out_ptr[0] = 0
-    for j in range(m):
-        c = cptr[j + 1] - cptr[j]
-        out_ptr[j + 1] = out_ptr[j] + (n if c >= min_count else c)
-    nnz = out_ptr[m]
-    data = np.empty(nnz)
-    ind = np.empty(nnz, dtype=np.int32)
-    for j in range(m):
-        lo, hi, o = cptr[j], cptr[j + 1], out_ptr[j]
-        if hi - lo >= min_count:
-            for r in range(n):
-                data[o + r] = 0.0
-                ind[o + r] = r
-            for p in range(lo, hi):
-                data[o + cind[p]] = cdata[p]
-        else:
-            for p in range(lo, hi):
-                data[o + p - lo] = cdata[p]
-                ind[o + p - lo] = cind[p]
-    return data, ind, out_ptr
-
-
 def to_columns(X, bias):
     """CSC arrays ``(data, indices, indptr)`` of X with the constant bias column appended when ``bias > 0``
     (float64 for the line search).  Dense X of at least :data:`DENSE_COLUMNS_MIN_DENSITY` nonzeros: every entry,
@@ -383,11 +355,10 @@ def to_columns(X, bias):
     split[0], split[-1] = 0, n
     split = np.maximum.accumulate(np.minimum(split, n))
     transpose = _csr_columns_par if parts > 1 else _csr_columns_ser
-    cols = transpose(X.data, X.indices, X.indptr, n, nf, float(bias), split)
-    return _full_where_dense(cols, n)
+    return transpose(X.data, X.indices, X.indptr, n, nf, float(bias), split, _full_count(n))
 
 
-#: CSC columns holding at least this share of the rows are written out whole (:func:`_with_full_columns`): a zero
+#: CSC columns holding at least this share of the rows are written out whole (:func:`_csr_columns`): a zero
 #: entry adds exactly 0 to every column sum and leaves the slack it would update as it is, and the epochs read a
 #: full column in order with no row indices (see :func:`_epochs`).  Session 41, L1 fits against none written out:
 #: a9a 0.90-0.94, ijcnn1 0.94-1.01, covlike 0.86, mnist 0.92 at C = 1 (0.99 at 0.01), text100 0.98, hashed300k
@@ -400,20 +371,10 @@ def _full_count(n):
     return max(int(np.ceil(FULL_COLUMN_SHARE * n)), 1)
 
 
-def _full_where_dense(cols, n):
-    """``cols`` (CSC arrays of n rows) with the columns of at least :data:`FULL_COLUMN_SHARE` of the rows written
-    out whole, or ``cols`` itself where there are none."""
-    counts = np.diff(cols[2])
-    least = _full_count(n)
-    if not np.any((counts >= least) & (counts < n)):
-        return cols
-    return _with_full_columns(*cols, n, least)
-
-
 @njit(cache=True, nogil=True)
 def _dense_columns(X, bias, min_count):
     """:func:`_csr_columns` of dense rows ``X``, their nonzeros only, except that a column of at least
-    ``min_count`` nonzeros keeps every row (as :func:`_with_full_columns` would write it): one counting and one
+    ``min_count`` nonzeros keeps every row (as :func:`_csr_columns` writes it): one counting and one
     scattering pass over X.  (Through ``scipy.sparse.csr_matrix`` first: covlike's 60,000 x 54 rows, 22% nonzeros,
     26 ms of a 520 ms L1 fit; here ~5.)"""
     n, nf = X.shape
@@ -469,12 +430,15 @@ def _transpose_parts(nnz, n_cols):
     return max(parts, 1)
 
 
-def _csr_columns(data, indices, indptr, n, nf, bias, split):
+def _csr_columns(data, indices, indptr, n, nf, bias, split, min_count):
     """CSC arrays ``(data float64, row indices int32 in increasing order, indptr int64)`` of CSR rows, with the
     constant column ``bias`` appended when ``bias > 0``: one counting and one scattering pass, each part of the
     rows (``split``: row boundaries) on its own thread; part ``t``'s rows go before part ``t + 1``'s in every
-    column, so each column's rows come out in order.  scipy's ``csr_tocsc`` then ``hstack`` and ``sort_indices``
-    took 9 + 2 ms of a 34 ms L1 fit on 20,000 x 47,000 text rows (1.5 million values)."""
+    column, so each column's rows come out in order.  A column of at least ``min_count`` stored values is written
+    out whole (:data:`FULL_COLUMN_SHARE`): zeros first, then each value at its row's position, in the same pass.
+    scipy's ``csr_tocsc`` then ``hstack`` and ``sort_indices`` took 9 + 2 ms of a 34 ms L1 fit on 20,000 x 47,000
+    text rows (1.5 million values); writing the whole columns in a second pass over every value (until session
+    76) 9 ms of a 100 ms fit of 80,000 rows of 29 values."""
     parts = split.shape[0] - 1
     counts = np.zeros((parts, nf), dtype=np.int64)
     for t in prange(parts):
@@ -482,10 +446,18 @@ def _csr_columns(data, indices, indptr, n, nf, bias, split):
             counts[t, uint64(indices[k])] += 1
     n_cols = nf + (1 if bias > 0 else 0)
     cptr = np.empty(n_cols + 1, dtype=np.int64)
+    whole = np.zeros(nf, dtype=np.bool_)
     cptr[0] = 0
     pos = 0
     for j in range(nf):
         cptr[j] = pos
+        total = 0
+        for t in range(parts):
+            total += counts[t, j]
+        if total >= min_count:
+            whole[j] = True
+            pos += n
+            continue
         for t in range(parts):
             c = counts[t, j]
             counts[t, j] = pos
@@ -494,14 +466,23 @@ def _csr_columns(data, indices, indptr, n, nf, bias, split):
     nnz = pos + (n if bias > 0 else 0)
     cdata = np.empty(nnz)
     cind = np.empty(nnz, dtype=np.int32)
+    for j in prange(nf):
+        if whole[j]:
+            o = cptr[j]
+            for i in range(n):
+                cdata[o + i] = 0.0
+                cind[o + i] = i
     for t in prange(parts):
         for i in range(split[t], split[t + 1]):
             for k in range(indptr[i], indptr[i + 1]):
                 j = uint64(indices[k])
-                p = counts[t, j]
-                cdata[p] = data[k]
-                cind[p] = i
-                counts[t, j] = p + 1
+                if whole[j]:  # (+=: a row that repeats a column adds up, as its sum would)
+                    cdata[cptr[j] + i] += data[k]
+                else:
+                    p = counts[t, j]
+                    cdata[p] = data[k]
+                    cind[p] = i
+                    counts[t, j] = p + 1
     if bias > 0:
         for i in range(n):
             cdata[pos + i] = bias
