@@ -1283,6 +1283,27 @@ def shortcs(seed=7501):
     return _split_at(_int32(X), y, 200_000)
 
 
+def tfidf30(seed=7610):
+    """30 classes on long text rows (session 76): 30k + 6k unit rows of ~120 word draws (96 distinct) over 100,000
+    words, labels the argmax of planted class weights plus noise; Crammer-Singer keeps most classes in play for most
+    of its ~14 epochs, 3-6 us a sample (24 MB of weights)."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 36_000, 100_000, 30
+    X = _bow52(rng, n, d, 120, zipf=1.1)
+    y = _planted_classes(rng, X, k, 0.5)
+    return _split_at(_int32(X), y, 30_000)
+
+
+def countreg(seed=7604):
+    """LinearSVR on raw term counts (session 76): 50k + 10k rows of ~60 word draws over 40,000 words, the counts as
+    they are, a planted linear target plus noise; LIBLINEAR's L1-loss dual stops at its 1,000 epochs unconverged."""
+    rng = np.random.default_rng(seed)
+    n, d = 60_000, 40_000
+    X = _bow52(rng, n, d, 60, raw=True)
+    y = np.asarray(X @ (rng.normal(size=d) * 0.1)).ravel() + 0.5 * rng.normal(size=n)
+    return _split_at(_int32(X).astype(np.float64), y, 50_000)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1376,4 +1397,7 @@ LOADERS.update(
     raretext=raretext,
     halfzero=halfzero,
     shortcs=shortcs,
+    # session 76
+    tfidf30=tfidf30,
+    countreg=countreg,
 )

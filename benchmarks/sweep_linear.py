@@ -208,6 +208,11 @@ CASES = (
     "halfzero/primal",
     "shortcs/cs",
     "shortcs/hinge",
+    # session 76
+    "tfidf30/cs",
+    "tfidf30/hinge",
+    "countreg/svr-l1",
+    "countreg/svr-primal",
 )
 
 
