@@ -639,6 +639,16 @@ def _planted_classes(rng, X, k, noise):
     return np.argmax(np.asarray(X @ rng.normal(size=(d, k))) + noise * rng.normal(size=(n, k)), axis=1)
 
 
+def _planted_text(seed, n, d, words, k, noise, n_train, zipf=1.2, raw=False):
+    """Rows of :func:`_bow52` (``words`` draws a row over ``d`` words; raw counts as float64 where ``raw``) labelled
+    by :func:`_planted_classes` in ``k`` classes, split after ``n_train`` rows: the many-class text sets' recipe."""
+    rng = np.random.default_rng(seed)
+    X = _bow52(rng, n, d, words, zipf=zipf, raw=raw)
+    y = _planted_classes(rng, X, k, noise)
+    X = _int32(X)
+    return _split_at(X.astype(np.float64) if raw else X, y, n_train)
+
+
 def _bow52(rng, n, d, mean_nnz, zipf=1.2, raw=False):
     """Session 52's bag of words: each row ``1 + Poisson(mean_nnz)`` word draws from a Zipf law (``zipf``) folded
     into ``d`` columns, the distinct words kept; values ``log1p(3 u)`` rows scaled to unit length, or with ``raw`` the
@@ -1199,11 +1209,7 @@ def hugevocab(seed=7403):
 def many300(seed=7401):
     """300 classes, every one in play (session 74): 60k + 12k rows of ~11 words over 30,000, labels the argmax of
     planted class weights plus noise."""
-    rng = np.random.default_rng(seed)
-    n, d, k = 72_000, 30_000, 300
-    X = _bow52(rng, n, d, 12)
-    y = _planted_classes(rng, X, k, 0.3)
-    return _split_at(_int32(X), y, 60_000)
+    return _planted_text(seed, 72_000, 30_000, 12, 300, 0.3, 60_000)
 
 
 def tabmix(seed=7402):
@@ -1235,22 +1241,14 @@ def onetwo(seed=7404):
 def cs30(seed=7406):
     """30 classes of text (session 74): 20k + 4k rows of ~40 words over 60,000, labels the argmax of planted class
     weights plus noise."""
-    rng = np.random.default_rng(seed)
-    n, d, k = 24_000, 60_000, 30
-    X = _bow52(rng, n, d, 60)
-    y = _planted_classes(rng, X, k, 0.3)
-    return _split_at(_int32(X), y, 20_000)
+    return _planted_text(seed, 24_000, 60_000, 60, 30, 0.3, 20_000)
 
 
 def rawcs(seed=7509):
     """Crammer-Singer on raw term counts (session 75): 30k + 6k rows of ~80 word draws over 50,000 words, the counts as
     they are (up to dozens; squared row norms in the thousands), labels the argmax of 12 planted class weights plus
     noise (10 classes come up).  Ill-conditioned for the dual: ~230 epochs at tol 0.1, against ~50 on unit rows."""
-    rng = np.random.default_rng(seed)
-    n, d, k = 36_000, 50_000, 12
-    X = _bow52(rng, n, d, 80, raw=True)
-    y = _planted_classes(rng, X, k, 1.0)
-    return _split_at(_int32(X).astype(np.float64), y, 30_000)
+    return _planted_text(seed, 36_000, 50_000, 80, 12, 1.0, 30_000, raw=True)
 
 
 def raretext(seed=7503):
@@ -1276,22 +1274,14 @@ def halfzero(seed=7506):
 def shortcs(seed=7501):
     """50 classes on short rows (session 75): 200k + 40k rows of ~5 words over 20,000, labels the argmax of planted
     class weights plus noise; Crammer-Singer's sub-problems on rows of a few values."""
-    rng = np.random.default_rng(seed)
-    n, d, k = 240_000, 20_000, 50
-    X = _bow52(rng, n, d, 5)
-    y = _planted_classes(rng, X, k, 0.3)
-    return _split_at(_int32(X), y, 200_000)
+    return _planted_text(seed, 240_000, 20_000, 5, 50, 0.3, 200_000)
 
 
 def tfidf30(seed=7610):
     """30 classes on long text rows (session 76): 30k + 6k unit rows of ~120 word draws (96 distinct) over 100,000
     words, labels the argmax of planted class weights plus noise; Crammer-Singer keeps most classes in play for most
     of its ~14 epochs, 3-6 us a sample (24 MB of weights)."""
-    rng = np.random.default_rng(seed)
-    n, d, k = 36_000, 100_000, 30
-    X = _bow52(rng, n, d, 120, zipf=1.1)
-    y = _planted_classes(rng, X, k, 0.5)
-    return _split_at(_int32(X), y, 30_000)
+    return _planted_text(seed, 36_000, 100_000, 120, 30, 0.5, 30_000, zipf=1.1)
 
 
 def countreg(seed=7604):
