@@ -251,8 +251,9 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
 @pytest.mark.parametrize("k", [3, 9, 70])
 def test_crammer_singer_records_take_the_arrays_iterates(k, plan, weights, monkeypatch):
     """Crammer-Singer on CSR rows through one record a sample (crammer_singer._epochs_rec: scalars, multipliers
-    and list of classes side by side; with each prefetch scheme, and with the weights of the next sample's classes
-    asked for (WEIGHTS_AHEAD, here on small weights); 70 classes take the partial selection of the sub-problem)
+    and list of classes side by side; with each prefetch scheme -- the plain and staged ones ask for the next
+    sample's rows of weights too (AHEAD_ALL) -- and with the weights of the next sample's classes in play asked for
+    (AHEAD_FEW, here on small weights); 70 classes take the partial selection of the sub-problem)
     takes the same iterates as the loop over the per-sample arrays, bit for bit -- from a cold and from a warm
     start, with empty rows and unequal C_i -- and LIBLINEAR's objective."""
     from maxmargin.solvers import crammer_singer

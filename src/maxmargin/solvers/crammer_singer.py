@@ -81,6 +81,19 @@ DENSE_CHANGES = 4
 #: 0.96, 61 MB 0.92.  Two positions on: level or worse (multi40 0.96, news20m 1.00)
 WEIGHTS_AHEAD = 1
 WEIGHTS_AHEAD_BYTES = 6 << 20
+#: the two prefetches of the weights (flags of ``weights_ahead`` in :func:`_epochs_rec`): of the classes in play,
+#: where they are fewer than a quarter of the classes (on WEIGHTS_AHEAD_BYTES of weights and more, see above) ...
+AHEAD_FEW = 1
+#: ... and of every class, each feature's row of ``k`` weights (a line in every 8 and the last), where they are more
+#: and the scores read the rows whole -- on any CSR data beyond the core's cache (``prefetch_plan``'s stages > 0),
+#: whatever the weights' size.  Session 77, whole fits with and without (identical iterates, alternating in one
+#: process, medians of 5-11, `/tmp/s77/toggle_cs.py`): tfidf30 (30 classes, 96 values a row, 23 MB of weights)
+#: 0.59-0.72, ovr60long (60, 259 a row, 92 MB) 0.71, cs10hiC at C = 10 (10 classes, 4.6 MB) 0.70-0.94, rawcs (10,
+#: 3.8 MB) 0.78-0.87, news20m 0.78-0.97, multi40 0.85, tags120 (3.2 MB) 0.90, tags8 (1.8 MB) 0.90-0.95, cs30 0.88-0.93,
+#: tags100 0.94, text100 0.77-1.00, many300, shortcs 0.97-0.98, classes200 and classes100s 1.00; imb15 (15 classes,
+#: 2.3 MB) 1.02-1.07, the one loss.  The few classes' prefetch on the smaller weights as well stays a loss beside it
+#: (rawcs 1.18, imb15 1.21, tags120 1.13, cs10hiC 1.07)
+AHEAD_ALL = 2
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -457,8 +470,8 @@ def _epochs_rec(
     multipliers and the list of classes -- eight before the row's values.  The record is two adjacent lines for 8
     classes, seven for 40.  It is asked for 4 positions ahead and the row 2 ahead (read from the record), or with the
     staged scheme ``stages * ahead`` and ``(stages - 1) * ahead`` positions ahead; nothing where ``stages`` is 0
-    (data that stay in the core's cache).  With ``weights_ahead`` > 0, the weights of the classes in play of the
-    sample that many positions on, where its scores will gather them (:data:`WEIGHTS_AHEAD`).
+    (data that stay in the core's cache).  ``weights_ahead`` (flags :data:`AHEAD_FEW`, :data:`AHEAD_ALL`; 0: none)
+    asks for the weights of the sample :data:`WEIGHTS_AHEAD` positions on, where its scores will read them.
 
     Where few classes are in play, the scores' gather, the weights' prefetch and the update run class by class over
     the row (the row's values stay in the core's first cache): each score is summed in a register, where a pass over
@@ -509,12 +522,13 @@ def _epochs_rec(
                     lo2 = int(R[uint64(r + REC_LO)])
                     _prefetch(data, lo2)
                     _prefetch(indices, lo2)
-            if weights_ahead > 0 and s + weights_ahead < active:
-                # the weights of the classes in play of the sample weights_ahead on, where they are few (see
-                # WEIGHTS_AHEAD); its record and row were asked for earlier
-                r = W * index[s + weights_ahead]
+            if weights_ahead != 0 and s + WEIGHTS_AHEAD < active:
+                # the weights of the sample WEIGHTS_AHEAD on, where its scores will read them: of its classes in play
+                # where they are few (AHEAD_FEW), else every class's (AHEAD_ALL); its record and row were asked
+                # for earlier
+                r = W * index[s + WEIGHTS_AHEAD]
                 na = int(R16[uint64(4 * (r + REC_INTS) + 1)])
-                if 1 < na and 4 * na < k:
+                if 1 < na and 4 * na < k and weights_ahead & AHEAD_FEW:
                     c0 = 4 * (r + REC_ALPHA + k)
                     lo2 = uint64(R[uint64(r + REC_LO)])
                     hi2 = uint64(R[uint64(r + REC_HI)])
@@ -522,6 +536,14 @@ def _epochs_rec(
                         m = R16[uint64(c0 + q)]
                         for p in range(lo2, hi2):
                             _prefetch(Wt[indices[p]], m)
+                elif weights_ahead & AHEAD_ALL and 4 * na >= k:
+                    lo2 = uint64(R[uint64(r + REC_LO)])
+                    hi2 = uint64(R[uint64(r + REC_HI)])
+                    for p in range(lo2, hi2):
+                        Wf = Wt[indices[p]]
+                        for m in range(0, k, 8):
+                            _prefetch(Wf, m)
+                        _prefetch(Wf, k - 1)
             r = W * i
             a0 = r + REC_ALPHA  # the multipliers' slot; the class list's int16s from c0, the ints' from h
             c0 = 4 * (a0 + k)
@@ -893,7 +915,9 @@ def solve(
         R16 = R.view(np.int16)
         _fill_records(R, R16, width, n_classes, A, C, ld.indptr, y)
         rec = (R, R16, width)
-        weights_ahead = WEIGHTS_AHEAD if ld.n_weights * n_classes * 8 >= WEIGHTS_AHEAD_BYTES else 0
+        weights_ahead = (AHEAD_FEW if ld.n_weights * n_classes * 8 >= WEIGHTS_AHEAD_BYTES else 0) | (
+            AHEAD_ALL if stages > 0 else 0
+        )
     else:
         # each sample's classes (a permutation whose first n_cls[i] are in play) and its own class's position there
         act_cls = np.empty((n, n_classes), dtype=np.int32)
