@@ -1294,6 +1294,21 @@ def countreg(seed=7604):
     return _split_at(_int32(X).astype(np.float64), y, 50_000)
 
 
+
+def long60(seed=7701):
+    """60 classes on long rows (session 77): 12k + 2k unit rows of ~300 word draws (259 distinct) over 200,000
+    words, labels the argmax of planted class weights plus noise; one-vs-rest makes 60 problems of long rows, and
+    Crammer-Singer reads 92 MB of weights, most classes in play."""
+    return _planted_text(seed, 14_000, 200_000, 300, 60, 0.5, 12_000, zipf=1.05)
+
+
+def text10(seed=7710):
+    """10 classes of text rows (session 77): 20k + 4k unit rows of ~80 word draws (66 distinct) over 60,000 words,
+    labels the argmax of planted class weights plus noise.  At C = 10 (``sweep_linear.py text10/cs --C 10``)
+    Crammer-Singer keeps nearly every sample and half the classes in play for its ~25 epochs."""
+    return _planted_text(seed, 24_000, 60_000, 80, 10, 0.5, 20_000, zipf=1.1)
+
+
 LOADERS.update(
     text2=text2,
     dense2k=dense2k,
@@ -1390,4 +1405,6 @@ LOADERS.update(
     # session 76
     tfidf30=tfidf30,
     countreg=countreg,
+    long60=long60,
+    text10=text10,
 )

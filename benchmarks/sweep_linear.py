@@ -213,6 +213,10 @@ CASES = (
     "tfidf30/hinge",
     "countreg/svr-l1",
     "countreg/svr-primal",
+    # session 77
+    "long60/cs",
+    "long60/hinge",
+    "text10/cs",
 )
 
 
