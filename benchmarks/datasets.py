@@ -1294,7 +1294,6 @@ def countreg(seed=7604):
     return _split_at(_int32(X).astype(np.float64), y, 50_000)
 
 
-
 def long60(seed=7701):
     """60 classes on long rows (session 77): 12k + 2k unit rows of ~300 word draws (259 distinct) over 200,000
     words, labels the argmax of planted class weights plus noise; one-vs-rest makes 60 problems of long rows, and
