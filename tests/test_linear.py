@@ -252,8 +252,9 @@ def test_crammer_singer_sets_a_multiplier_a_rounding_error_off_its_bound_on_it(s
 def test_crammer_singer_records_take_the_arrays_iterates(k, plan, weights, monkeypatch):
     """Crammer-Singer on CSR rows through one record a sample (crammer_singer._epochs_rec: scalars, multipliers
     and list of classes side by side; with each prefetch scheme -- the plain and staged ones ask for the next
-    sample's rows of weights too (AHEAD_ALL) -- and with the weights of the next sample's classes in play asked for
-    (AHEAD_FEW, here on small weights); 70 classes take the partial selection of the sub-problem)
+    sample's rows of weights too (AHEAD_ALL, its cold-share rule lifted) -- and with the weights of the next
+    sample's classes in play asked for (AHEAD_FEW, here on small weights); 70 classes take the partial selection of
+    the sub-problem; rows of odd and even lengths, whose scores add two values at a time)
     takes the same iterates as the loop over the per-sample arrays, bit for bit -- from a cold and from a warm
     start, with empty rows and unequal C_i -- and LIBLINEAR's objective."""
     from maxmargin.solvers import crammer_singer
@@ -271,6 +272,7 @@ def test_crammer_singer_records_take_the_arrays_iterates(k, plan, weights, monke
     ld = linear_data(X, 1.0)
     monkeypatch.setattr(crammer_singer, "prefetch_plan", lambda ld, **kw: plan)
     monkeypatch.setattr(crammer_singer, "WEIGHTS_AHEAD_BYTES", 0 if weights else 1 << 62)
+    monkeypatch.setattr(crammer_singer, "AHEAD_ALL_COLD", 0.0)  # (these few columns all fit in the L2)
     C = rng.uniform(0.3, 1.0, size=n)
     fits = []
     tol = 1e-4 if k < 64 else 1e-2  # (70 classes: ~200 epochs to 1e-2, thousands to 1e-4)
@@ -298,6 +300,21 @@ def test_crammer_singer_records_take_the_arrays_iterates(k, plan, weights, monke
     coef[:] = W[[labels.index(c) for c in range(k)]]
     theirs = primal_svc("l2", "squared_hinge", "crammer_singer", X, y, coef[:, :-1], coef[:, -1], 1.0)[0]
     assert _rel(ours.objective, theirs) < 1e-5, (ours.objective, theirs)
+
+
+def test_crammer_singer_cold_share_counts_the_values_beyond_the_hot_columns(monkeypatch):
+    """crammer_singer.cold_share (whether the rows of weights are asked for ahead, AHEAD_ALL_COLD): the share of the
+    stored values outside the columns whose k weights fill the L2, here two columns of 3 classes' weights."""
+    from maxmargin.solvers import crammer_singer
+    from maxmargin.solvers._linear_common import linear_data
+
+    counts = [2, 10, 0, 3, 5]  # values a column: the hot two hold 15 of 20
+    rows = [[c] for c, m in enumerate(counts) for _ in range(m)]
+    X = sp.csr_matrix((np.ones(20), np.concatenate(rows), np.arange(21)), shape=(20, 5))
+    monkeypatch.setattr(crammer_singer, "l2_cache_bytes", lambda: 2 * 3 * 8)
+    assert crammer_singer.cold_share(linear_data(X, 1.0), 3) == pytest.approx(0.25)
+    monkeypatch.setattr(crammer_singer, "l2_cache_bytes", lambda: 5 * 3 * 8)  # every column fits
+    assert crammer_singer.cold_share(linear_data(X, 1.0), 3) == 0.0
 
 
 @pytest.mark.parametrize("plan", [None, (4, 2, 4), (2, 3, 2)], ids=["plain", "staged", "staged-weights"])

@@ -46,8 +46,10 @@ from ._linear_common import (
     _dense_row_dot,
     _prefetch,
     aligned_floats,
+    column_counts,
     drive,
     epoch_stages,
+    l2_cache_bytes,
     prefetch_entries,
     prefetch_plan,
     prefetch_row,
@@ -85,7 +87,7 @@ WEIGHTS_AHEAD_BYTES = 6 << 20
 #: where they are fewer than a quarter of the classes (on WEIGHTS_AHEAD_BYTES of weights and more, see above) ...
 AHEAD_FEW = 1
 #: ... and of every class, each feature's row of ``k`` weights (a line in every 8 and the last), where they are more
-#: and the scores read the rows whole -- on any CSR data beyond the core's cache (``prefetch_plan``'s stages > 0),
+#: and the scores read the rows whole -- on CSR data beyond the core's cache (``prefetch_plan``'s stages > 0),
 #: whatever the weights' size.  Session 77, whole fits with and without (identical iterates, alternating in one
 #: process, medians of 5-11, `/tmp/s77/toggle_cs.py`): tfidf30 (30 classes, 96 values a row, 23 MB of weights)
 #: 0.59-0.72, ovr60long (60, 259 a row, 92 MB) 0.71, cs10hiC at C = 10 (10 classes, 4.6 MB) 0.70-0.94, rawcs (10,
@@ -94,6 +96,24 @@ AHEAD_FEW = 1
 #: 2.3 MB) 1.02-1.07, the one loss.  The few classes' prefetch on the smaller weights as well stays a loss beside it
 #: (rawcs 1.18, imb15 1.21, tags120 1.13, cs10hiC 1.07)
 AHEAD_ALL = 2
+#: ... where at least this share of the stored values lie in columns beyond the hottest ones whose weights fill the
+#: core's L2 (:func:`cold_share`): imb15 (15 classes, 45 values a row, 0.06 of them cold) took 1.18x the time with
+#: the prefetch (session 77, medians of 9), every other set above had at least 0.09 (tags120) and gained, save tags8
+#: (0.01, 2.3 values a row: 0.90-0.95 with it, not taken)
+AHEAD_ALL_COLD = 0.08
+
+
+def cold_share(ld, k):
+    """The share of CSR data ``ld``'s stored values that lie outside its most used columns, as many as the core's L2
+    holds rows of ``k`` weights of (0 where every column fits).  One pass over the column numbers, shared with the
+    other users of :func:`~._linear_common.column_counts`."""
+    counts = column_counts(ld)
+    hot = max(l2_cache_bytes() // (8 * max(int(k), 1)), 1)
+    if hot >= counts.shape[0]:
+        return 0.0
+    total = float(counts.sum())
+    top = float(np.partition(counts, counts.shape[0] - hot)[counts.shape[0] - hot :].sum())
+    return 1.0 - top / total if total > 0 else 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -101,7 +121,14 @@ def _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, out):
     """``out[m] = w_m . x_i`` for every class from the feature-major weights ``Wt`` (n_weights, k): one pass over
     the row, reading each feature's k weights side by side.  (Class-major weights made every (feature, class)
     pair a cache miss of its own once the weights outgrew the cache: text100's 100 x 50,001 weights, 40 MB, took
-    0.67 s an epoch.)"""
+    0.67 s an epoch.)
+
+    A CSR row's values are added two at a time, ``out[m] += v0 W0[m] + v1 W1[m]``: one load and store of each
+    ``out[m]`` a pair, where the value-at-a-time loop's chain of loads and stores through ``out`` set the pace once
+    the weights' rows were asked for ahead (:data:`AHEAD_ALL`).  Session 77, whole Crammer-Singer fits (the same
+    epochs, objectives equal to 2e-14; `/tmp/s77/toggle_cs.py`): text10 at C = 10 0.91, tfidf30 0.90, rawcs 0.94,
+    news20m 0.95, cs30 1.00; the scores alone over every row (`/tmp/s77/scoremicro.py`) 0.76-0.91, four at a time
+    0.82-0.97."""
     k = out.shape[0]
     for m in range(k):
         out[m] = 0.0
@@ -112,7 +139,17 @@ def _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, out):
             for m in range(k):
                 out[m] += v * Wf[m]
     else:
-        for p in range(uint64(indptr[i]), uint64(indptr[i + 1])):
+        p = uint64(indptr[i])
+        hi = uint64(indptr[i + 1])
+        while p + uint64(1) < hi:  # two values at a time (see the docstring)
+            v0 = data[p]
+            W0 = Wt[indices[p]]
+            v1 = data[p + uint64(1)]
+            W1 = Wt[indices[p + uint64(1)]]
+            for m in range(k):
+                out[m] += v0 * W0[m] + v1 * W1[m]
+            p += uint64(2)
+        if p < hi:
             v = data[p]
             Wf = Wt[indices[p]]
             for m in range(k):
@@ -565,7 +602,16 @@ def _epochs_rec(
             if 4 * na >= k:
                 for m in range(k):
                     S[m] = 0.0
-                for p in range(lo, hi):
+                p = lo  # (two values at a time, as _scores)
+                while p + uint64(1) < hi:
+                    v0 = data[p]
+                    W0 = Wt[indices[p]]
+                    v1 = data[p + uint64(1)]
+                    W1 = Wt[indices[p + uint64(1)]]
+                    for m in range(k):
+                        S[m] += v0 * W0[m] + v1 * W1[m]
+                    p += uint64(2)
+                if p < hi:
                     v = data[p]
                     Wf = Wt[indices[p]]
                     for m in range(k):
@@ -916,7 +962,7 @@ def solve(
         _fill_records(R, R16, width, n_classes, A, C, ld.indptr, y)
         rec = (R, R16, width)
         weights_ahead = (AHEAD_FEW if ld.n_weights * n_classes * 8 >= WEIGHTS_AHEAD_BYTES else 0) | (
-            AHEAD_ALL if stages > 0 else 0
+            AHEAD_ALL if stages > 0 and cold_share(ld, n_classes) >= AHEAD_ALL_COLD else 0
         )
     else:
         # each sample's classes (a permutation whose first n_cls[i] are in play) and its own class's position there
