@@ -88,18 +88,18 @@ WEIGHTS_AHEAD_BYTES = 6 << 20
 AHEAD_FEW = 1
 #: ... and of every class, each feature's row of ``k`` weights (a line in every 8 and the last), where they are more
 #: and the scores read the rows whole -- on CSR data beyond the core's cache (``prefetch_plan``'s stages > 0),
-#: whatever the weights' size.  Session 77, whole fits with and without (identical iterates, alternating in one
-#: process, medians of 5-11, `/tmp/s77/toggle_cs.py`): tfidf30 (30 classes, 96 values a row, 23 MB of weights)
-#: 0.59-0.72, ovr60long (60, 259 a row, 92 MB) 0.71, cs10hiC at C = 10 (10 classes, 4.6 MB) 0.70-0.94, rawcs (10,
-#: 3.8 MB) 0.78-0.87, news20m 0.78-0.97, multi40 0.85, tags120 (3.2 MB) 0.90, tags8 (1.8 MB) 0.90-0.95, cs30 0.88-0.93,
-#: tags100 0.94, text100 0.77-1.00, many300, shortcs 0.97-0.98, classes200 and classes100s 1.00; imb15 (15 classes,
-#: 2.3 MB) 1.02-1.07, the one loss.  The few classes' prefetch on the smaller weights as well stays a loss beside it
-#: (rawcs 1.18, imb15 1.21, tags120 1.13, cs10hiC 1.07)
+#: whatever the weights' size, given AHEAD_ALL_COLD.  Session 77, whole fits with and without (identical iterates,
+#: alternating in one process, medians of 5-11, `/tmp/s77/toggle_cs.py`): tfidf30 (30 classes, 96 values a row, 23
+#: MB of weights) 0.59-0.72, long60 (60, 259 a row, 92 MB) 0.71, text10 at C = 10 (10 classes, 4.6 MB) 0.70-0.94,
+#: rawcs (10, 3.8 MB) 0.78-0.87, news20m 0.78-0.97, multi40 0.85, tags120 (3.2 MB) 0.90, tags8 (1.8 MB) 0.90-0.95,
+#: cs30 0.88-0.93, tags100 0.94, text100 0.77-1.00, many300, shortcs 0.97-0.98, classes200 and classes100s 1.00;
+#: imb15 (15 classes, 2.3 MB) 1.02-1.18, the one loss (AHEAD_ALL_COLD).  The few classes' prefetch on the smaller
+#: weights as well stays a loss beside it (rawcs 1.18, imb15 1.21, tags120 1.13, text10 1.07)
 AHEAD_ALL = 2
 #: ... where at least this share of the stored values lie in columns beyond the hottest ones whose weights fill the
 #: core's L2 (:func:`cold_share`): imb15 (15 classes, 45 values a row, 0.06 of them cold) took 1.18x the time with
-#: the prefetch (session 77, medians of 9), every other set above had at least 0.09 (tags120) and gained, save tags8
-#: (0.01, 2.3 values a row: 0.90-0.95 with it, not taken)
+#: the prefetch (session 77, medians of 9) and is level without it; every other set above has at least 0.09
+#: (tags120) and gained, save tags8 (0.01, 2.3 values a row: 0.90-0.95 with it, now without)
 AHEAD_ALL_COLD = 0.08
 
 
