@@ -139,25 +139,32 @@ def _scores(i, Wt, Xd, data, indices, indptr, dense, nf, bias, out):
             for m in range(k):
                 out[m] += v * Wf[m]
     else:
-        p = uint64(indptr[i])
-        hi = uint64(indptr[i + 1])
-        while p + uint64(1) < hi:  # two values at a time (see the docstring)
-            v0 = data[p]
-            W0 = Wt[indices[p]]
-            v1 = data[p + uint64(1)]
-            W1 = Wt[indices[p + uint64(1)]]
-            for m in range(k):
-                out[m] += v0 * W0[m] + v1 * W1[m]
-            p += uint64(2)
-        if p < hi:
-            v = data[p]
-            Wf = Wt[indices[p]]
-            for m in range(k):
-                out[m] += v * Wf[m]
+        _add_row_scores(data, indices, uint64(indptr[i]), uint64(indptr[i + 1]), Wt, out)
     if bias > 0:
         Wf = Wt[nf]
         for m in range(k):
             out[m] += bias * Wf[m]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_row_scores(data, indices, lo, hi, Wt, out):
+    """``out[m] += sum_p data[p] Wt[indices[p], m]`` over the CSR entries ``lo:hi`` (unsigned), two values at a time
+    (see :func:`_scores`)."""
+    k = out.shape[0]
+    p = lo
+    while p + uint64(1) < hi:
+        v0 = data[p]
+        W0 = Wt[indices[p]]
+        v1 = data[p + uint64(1)]
+        W1 = Wt[indices[p + uint64(1)]]
+        for m in range(k):
+            out[m] += v0 * W0[m] + v1 * W1[m]
+        p += uint64(2)
+    if p < hi:
+        v = data[p]
+        Wf = Wt[indices[p]]
+        for m in range(k):
+            out[m] += v * Wf[m]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -602,20 +609,7 @@ def _epochs_rec(
             if 4 * na >= k:
                 for m in range(k):
                     S[m] = 0.0
-                p = lo  # (two values at a time, as _scores)
-                while p + uint64(1) < hi:
-                    v0 = data[p]
-                    W0 = Wt[indices[p]]
-                    v1 = data[p + uint64(1)]
-                    W1 = Wt[indices[p + uint64(1)]]
-                    for m in range(k):
-                        S[m] += v0 * W0[m] + v1 * W1[m]
-                    p += uint64(2)
-                if p < hi:
-                    v = data[p]
-                    Wf = Wt[indices[p]]
-                    for m in range(k):
-                        S[m] += v * Wf[m]
+                _add_row_scores(data, indices, lo, hi, Wt, S)
                 if bias > 0:
                     Wf = Wt[nf]
                     for m in range(k):
